@@ -1,0 +1,142 @@
+"""Base score of a captured pile, by category, as the spec's §6 defines it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .cards import BIGWANG, CHEONGDAN, CHODAN, GODORI, GUKJIN, HONGDAN, KIND, PI_VALUE, Kind
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """A seat's base score, broken down so that every point is explained.
+
+    Counts are the raw material (for 박 tests); the other fields are points.
+    """
+
+    gwang_count: int = 0
+    has_bigwang: bool = False
+    yeol_count: int = 0
+    tti_count: int = 0
+    pi_value: int = 0
+    sseul_count: int = 0
+    gwang: int = 0
+    yeol: int = 0
+    godori: int = 0
+    tti: int = 0
+    hongdan: int = 0
+    cheongdan: int = 0
+    chodan: int = 0
+    pi: int = 0
+    sseul: int = 0
+
+    @property
+    def total(self) -> int:
+        """The base score: every category added up."""
+        return (
+            self.gwang + self.yeol + self.godori + self.tti + self.hongdan
+            + self.cheongdan + self.chodan + self.pi + self.sseul
+        )
+
+    def categories(self) -> tuple[tuple[str, int], ...]:
+        """Non-zero point categories as (name, points), in a fixed order."""
+        items = (
+            ("gwang", self.gwang), ("yeol", self.yeol), ("godori", self.godori),
+            ("tti", self.tti), ("hongdan", self.hongdan), ("cheongdan", self.cheongdan),
+            ("chodan", self.chodan), ("pi", self.pi), ("sseul", self.sseul),
+        )
+        return tuple((n, v) for n, v in items if v)
+
+
+def pi_value(cards: Iterable[int], gukjin_converted: bool) -> int:
+    """Total 피 value of a pile (a converted 국진 counts 2)."""
+    total = 0
+    for c in cards:
+        if c == GUKJIN:
+            total += 2 if gukjin_converted else 0
+        else:
+            total += PI_VALUE[c]
+    return total
+
+
+def score(cards: Iterable[int], gukjin_converted: bool = False, sseul_points: int = 0) -> Score:
+    """Score a captured pile.
+
+    ``gukjin_converted``: card 32 in this pile counts as a 쌍피, not a 열끗.
+    ``sseul_points``: 쓸 points (``arcade``), added to the base score.
+
+    >>> score([0, 8, 28]).total, score([0, 8, 44]).total
+    (3, 2)
+    >>> s = score([1, 5, 9, 21, 33, 37]); (s.tti, s.hongdan, s.cheongdan, s.total)
+    (2, 3, 3, 8)
+    """
+    gwang = yeol = tti = pi = 0
+    bigwang = False
+    birds = hong = cheong = cho = 0
+    for c in cards:
+        kind = KIND[c]
+        if c == GUKJIN and gukjin_converted:
+            pi += 2
+        elif kind is Kind.PI:
+            pi += PI_VALUE[c]
+        elif kind is Kind.YEOL:
+            yeol += 1
+            if c in GODORI:
+                birds += 1
+        elif kind is Kind.TTI:
+            tti += 1
+            if c in HONGDAN:
+                hong += 1
+            elif c in CHEONGDAN:
+                cheong += 1
+            elif c in CHODAN:
+                cho += 1
+        else:
+            gwang += 1
+            if c == BIGWANG:
+                bigwang = True
+    if gwang == 5:
+        gwang_pts = 15
+    elif gwang == 4:
+        gwang_pts = 4
+    elif gwang == 3:
+        gwang_pts = 2 if bigwang else 3
+    else:
+        gwang_pts = 0
+    return Score(
+        gwang_count=gwang,
+        has_bigwang=bigwang,
+        yeol_count=yeol,
+        tti_count=tti,
+        pi_value=pi,
+        sseul_count=sseul_points,
+        gwang=gwang_pts,
+        yeol=yeol - 4 if yeol >= 5 else 0,
+        godori=5 if birds == 3 else 0,
+        tti=tti - 4 if tti >= 5 else 0,
+        hongdan=3 if hong == 3 else 0,
+        cheongdan=3 if cheong == 3 else 0,
+        chodan=3 if cho == 3 else 0,
+        pi=pi - 9 if pi >= 10 else 0,
+        sseul=sseul_points,
+    )
+
+
+def go_score(base: int, gos: int, scoring: str) -> int:
+    """Final score from base score ``base`` and go count ``gos``.
+
+    >>> go_score(8, 2, "standard"), go_score(8, 3, "standard"), go_score(7, 3, "standard")
+    (10, 20, 18)
+    >>> go_score(3, 1, "standard"), go_score(3, 3, "standard"), go_score(3, 3, "additive")
+    (4, 10, 12)
+    """
+    if gos <= 0:
+        return base
+    if scoring == "standard":
+        if gos <= 2:
+            return base + gos
+        return (base + 2) * (1 << (gos - 2))
+    if gos <= 2:
+        return base + gos
+    return (base + gos) * (1 << (gos - 2))

@@ -1,0 +1,141 @@
+"""The state of a round: frozen, complete, and serializable.
+
+A ``State`` holds everything the rules need and nothing derived that could drift
+(scores are recomputed from the piles). ``apply`` never mutates a state; it returns
+a new one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .rules import Rules
+from .scoring import Score
+from .settlement import Payment, Settlement
+
+NO_STACK = -2
+"""``State.stacks`` entry: no 뻑 stack of that month on the floor."""
+START_STACK = -1
+"""``State.stacks`` entry: three cards of the month lay on the starting floor."""
+
+
+class Phase(StrEnum):
+    """The pending decision of a round."""
+
+    SIT_OUT = "sit_out"
+    """4 players: the seat to move joins or sits out."""
+    GWANG_SALE = "gwang_sale"
+    """4 players: the forced-out seat sells its 광/쌍피/bonus or not."""
+    PLAY = "play"
+    """Play a hand card (optionally shaking), bomb, or use a 빈 내기."""
+    CHOOSE_HAND = "choose_hand"
+    """The played card matched two floor cards: choose one (before the flip)."""
+    CHOOSE_FLIP = "choose_flip"
+    """The flipped card matched two floor cards: choose one."""
+    GUKJIN = "gukjin"
+    """Keep 국진 as 열끗 or convert it to 쌍피."""
+    GO_STOP = "go_stop"
+    OVER = "over"
+
+
+@dataclass(frozen=True, slots=True)
+class SeatState:
+    """One seat's part of the round."""
+
+    hand: tuple[int, ...] = ()
+    captured: tuple[int, ...] = ()
+    """The pile, in the order the cards arrived."""
+    revealed: tuple[int, ...] = ()
+    """Hand cards shown to every seat by 흔들기."""
+    shakes: tuple[int, ...] = ()
+    """Months shaken (흔들기)."""
+    bombs: tuple[int, ...] = ()
+    """Months bombed (폭탄)."""
+    spare_flips: int = 0
+    """빈 내기 left (flip-only turns)."""
+    gos: int = 0
+    last_go_base: int = 0
+    last_go_order: int = 0
+    """Sequence number of this seat's latest go in the round (0: none); for 3p 고박."""
+    turns: int = 0
+    """Own turns taken (play, bomb or flip-only)."""
+    ppeok_turns: tuple[int, ...] = ()
+    """Own turn numbers on which this seat made a 뻑."""
+    dry_turns: int = 0
+    """Consecutive own turns on which this seat captured nothing (허당)."""
+    sseul: int = 0
+    active: bool = True
+    """Plays this round (4 players: False for the seat sitting out)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """A turn in progress, kept while it waits for a decision.
+
+    ``matched`` is how many floor cards of the played card's month there were (0-3);
+    ``held`` are the cards the played card took pending the flip.
+    """
+
+    seat: int
+    kind: str
+    """``play``, ``bomb`` or ``flip``."""
+    card: int = -1
+    month: int = 0
+    matched: int = 0
+    held: tuple[int, ...] = ()
+    flipped: int = -1
+    taken: tuple[int, ...] = ()
+    """Cards definitely captured this turn so far."""
+    steals: tuple[str, ...] = ()
+    """One entry per 피 to take from each opponent, naming its cause."""
+    last: bool = False
+    """This is the seat's own last action."""
+    ppeok: bool = False
+    ttadak: bool = False
+    before: tuple[Score, ...] = ()
+    """Every seat's score when the turn began (to report changes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """A round of Go-Stop at one moment."""
+
+    rules: Rules
+    seed: int
+    dealer: int
+    """선: the first seat to play."""
+    phase: Phase
+    to_move: int
+    """Seat whose decision is pending (-1 when the round is over)."""
+    seats: tuple[SeatState, ...]
+    floor: tuple[int, ...]
+    stacks: tuple[int, ...]
+    """Per month (index 0 unused): who made the 뻑 stack, ``START_STACK`` or ``NO_STACK``."""
+    stock: tuple[int, ...]
+    """Top of the stock first."""
+    gukjin: str = "open"
+    """``open`` (열끗, may still convert), ``kept`` (열끗 for good) or ``converted``."""
+    turn: TurnContext | None = None
+    go_seq: int = 0
+    payments: tuple[Payment, ...] = ()
+    carry: bool = False
+    """This round is ×2 after a 나가리."""
+    settlement: Settlement | None = None
+    steps: int = 0
+    """Actions applied so far."""
+
+    @property
+    def over(self) -> bool:
+        return self.phase is Phase.OVER
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        """Playing seats in turn order, starting with the 선."""
+        n = len(self.seats)
+        return tuple(s for s in ((self.dealer + i) % n for i in range(n)) if self.seats[s].active)
+
+    def has_turn_left(self, seat: int) -> bool:
+        """The seat still has a hand card to play or a usable 빈 내기."""
+        s = self.seats[seat]
+        return s.active and (bool(s.hand) or (s.spare_flips > 0 and bool(self.stock)))
