@@ -1,0 +1,49 @@
+"""gostop engine: the five Go-Stop rule systems, pure and deterministic.
+
+>>> from engine import Rules, new_round, legal_actions, apply
+>>> state, events = new_round(Rules.preset("standard"), seed=7)
+>>> state.phase.value, len(state.seats[state.to_move].hand)
+('play', 10)
+>>> state2, events = apply(state, legal_actions(state)[0])
+>>> state2.steps
+1
+"""
+
+from .actions import (
+    Action, Bomb, ChooseCapture, ConvertGukjin, DeclineGwangSale, FlipOnly, Go, JoinRound,
+    KeepGukjin, PlayCard, SellGwang, SitOut, Stop, action_from_id, action_id,
+)
+from .cards import CODE, HIDDEN, KIND, MONTH, NAME, PI_VALUE, Kind, card_code, card_from_code, deck
+from .errors import (
+    CorruptSnapshot, EngineError, IllegalAction, InvalidDeal, InvalidRules, MalformedAction,
+    NotYourTurn, RoundOver,
+)
+from .events import EVENT_TYPES, Event
+from .game import (
+    Deal, apply, apply_unchecked, card_places, check, legal_action_ids, legal_actions, new_round,
+    seat_score,
+)
+from .match import Match, RoundResult, match_apply, new_match, next_round, round_seed
+from .rules import FIELDS, PRESET_PLAYERS, PRESETS, Rules
+from .scoring import Score, go_score, score
+from .serialize import (
+    FORMAT_VERSION, event_from_json, event_to_json, match_from_bytes, match_to_bytes,
+    state_from_bytes, state_to_bytes,
+)
+from .settlement import Bill, Factor, Payment, Settlement
+from .state import Phase, SeatState, State
+from .views import SPECTATOR, View, redact, redact_all, view
+
+__all__ = [
+    "CODE", "EVENT_TYPES", "FIELDS", "FORMAT_VERSION", "HIDDEN", "KIND", "MONTH", "NAME", "PI_VALUE",
+    "PRESETS", "PRESET_PLAYERS", "SPECTATOR", "Action", "Bill", "Bomb", "ChooseCapture",
+    "ConvertGukjin", "CorruptSnapshot", "Deal", "DeclineGwangSale", "EngineError", "Event", "Factor",
+    "FlipOnly", "Go", "IllegalAction", "InvalidDeal", "InvalidRules", "JoinRound", "KeepGukjin", "Kind",
+    "MalformedAction", "Match", "NotYourTurn", "Payment", "Phase", "PlayCard", "RoundOver",
+    "RoundResult", "Rules", "Score", "SeatState", "SellGwang", "Settlement", "SitOut", "State", "Stop",
+    "View", "action_from_id", "action_id", "apply", "apply_unchecked", "card_code", "card_from_code",
+    "card_places", "check", "deck", "event_from_json", "event_to_json", "go_score", "legal_action_ids",
+    "legal_actions", "match_apply", "match_from_bytes", "match_to_bytes", "new_match", "new_round",
+    "next_round", "redact", "redact_all", "round_seed", "score", "seat_score", "state_from_bytes",
+    "state_to_bytes", "view",
+]

@@ -1,0 +1,126 @@
+"""Plain-text rendering of events, states and settlements (transcripts and the demo)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import events as ev
+from .cards import NAME, card_code
+from .settlement import Settlement
+from .state import State
+from .views import SPECTATOR, view
+
+
+def cards(cs: Iterable[int]) -> str:
+    """Card codes joined by spaces (``-`` for none)."""
+    text = " ".join(card_code(c) for c in cs)
+    return text or "-"
+
+
+def named(c: int) -> str:
+    """A card's code and Korean name."""
+    return f"{card_code(c)}({NAME[c]})" if c >= 0 else "??"
+
+
+def event_line(e: ev.Event) -> str:
+    """One line describing an event."""
+    if isinstance(e, ev.Dealt):
+        hands = " | ".join(f"seat {i}: {cards(h)}" for i, h in enumerate(e.hands))
+        carry = " ×2 carry" if e.carry else ""
+        return f"deal (선 seat {e.dealer}{carry}): {hands} | floor: {cards(e.floor)} | stock {e.stock_count}"
+    if isinstance(e, ev.Redealt):
+        return f"redeal: {e.reason} month {e.month}"
+    if isinstance(e, ev.BonusCaptured):
+        rep = f", replaced by {card_code(e.replacement)}" if e.replacement != -1 or e.source == "hand" else ""
+        return f"seat {e.seat} takes bonus {card_code(e.card)} from {e.source}{rep}"
+    if isinstance(e, ev.SatOut):
+        return f"seat {e.seat} sits out{' (forced)' if e.forced else ''}"
+    if isinstance(e, ev.JoinedRound):
+        return f"seat {e.seat} plays this round"
+    if isinstance(e, ev.GwangSold):
+        return f"seat {e.seat} sells {cards(e.cards)} at {e.price} each"
+    if isinstance(e, ev.CardPlayed):
+        return f"seat {e.seat} plays {named(e.card)}{' shaking' if e.shake else ''}"
+    if isinstance(e, ev.Shaken):
+        return f"seat {e.seat} 흔들기 month {e.month}: {cards(e.cards)}"
+    if isinstance(e, ev.Bombed):
+        return f"seat {e.seat} 폭탄 month {e.month}: {cards(e.cards)} ({e.spare_flips} 빈 내기)"
+    if isinstance(e, ev.FlipOnlyUsed):
+        return f"seat {e.seat} uses a 빈 내기 ({e.spare_flips} left)"
+    if isinstance(e, ev.CardFlipped):
+        return f"seat {e.seat} flips {named(e.card)}"
+    if isinstance(e, ev.CardLaid):
+        return f"  {card_code(e.card)} lies on the floor"
+    if isinstance(e, ev.Captured):
+        return f"  seat {e.seat} captures {cards(e.cards)}"
+    if isinstance(e, ev.PpeokFormed):
+        return f"  뻑! seat {e.seat} stacks month {e.month}: {cards(e.cards)} (#{e.count})"
+    if isinstance(e, ev.PpeokRecaptured):
+        kind = "자뻑" if e.own else f"seat {e.maker}'s 뻑"
+        return f"  seat {e.seat} recaptures {kind} of month {e.month}"
+    if isinstance(e, ev.Jjok):
+        return f"  쪽 month {e.month}{'' if e.steals else ' (no steal)'}"
+    if isinstance(e, ev.Ttadak):
+        return f"  따닥 month {e.month}{'' if e.steals else ' (no steal)'}"
+    if isinstance(e, ev.Sseul):
+        extra = f" +{e.points} point" if e.points else ("" if e.steals else " (no steal)")
+        return f"  쓸 by seat {e.seat}{extra}"
+    if isinstance(e, ev.PiStolen):
+        return f"  seat {e.seat} takes {cards(e.cards)} from seat {e.victim} ({', '.join(e.reasons)})"
+    if isinstance(e, ev.GukjinDecided):
+        return f"seat {e.seat} {'converts 국진 to 쌍피' if e.converted else 'keeps 국진 as 열끗'}"
+    if isinstance(e, ev.ScoreChanged):
+        parts = ", ".join(f"{n} {v}" for n, v in e.score.categories())
+        return f"  score seat {e.seat}: {e.total}" + (f" ({parts})" if parts else "")
+    if isinstance(e, ev.WentGo):
+        return f"seat {e.seat} goes ({e.count}고 at {e.base})"
+    if isinstance(e, ev.Stopped):
+        return f"seat {e.seat} stops at {e.base}{' (automatic)' if e.automatic else ''}"
+    if isinstance(e, ev.InstantPaid):
+        p = e.payment
+        return f"  seat {p.payer} pays seat {p.payee} {p.points} points ({p.reason})"
+    if isinstance(e, ev.InstantWin):
+        return f"seat {e.seat} wins at once: {e.reason} ({e.points} points)"
+    if isinstance(e, ev.InstantLoss):
+        return f"seat {e.seat} loses at once: {e.reason}"
+    if isinstance(e, ev.Nagari):
+        return f"나가리 ({e.reason})"
+    if isinstance(e, ev.RoundSettled):
+        return settlement_text(e.settlement)
+    raise TypeError(f"unknown event {e!r}")  # pragma: no cover
+
+
+def settlement_text(s: Settlement) -> str:
+    """A settlement explained on a few lines."""
+    lines = [f"settlement: {s.outcome} ({s.reason})"]
+    if s.winner >= 0:
+        lines.append(
+            f"  winner seat {s.winner}: base {s.base}, {s.gos}고 -> {s.go_score} points"
+            + "".join(f" ×{f.value} {f.name}" for f in s.winner_factors)
+        )
+        for b in s.bills:
+            factors = "".join(f" ×{f.value} {f.name}" for f in b.factors)
+            covers = f" covering seats {list(b.covers)}" if b.covers != (b.seat,) else ""
+            lines.append(f"  seat {b.seat} owes {b.points}{factors}; pays {b.pays}{covers}")
+    for p in s.payments:
+        lines.append(f"  instant: seat {p.payer} -> seat {p.payee} {p.points} ({p.reason})")
+    lines.append(f"  net points: {list(s.points)}" + (f", money: {list(s.money)}" if s.point_value else ""))
+    return "\n".join(lines)
+
+
+def state_text(state: State, seat: int = SPECTATOR) -> str:
+    """The table as ``seat`` sees it."""
+    v = view(state, seat)
+    lines = [f"phase {v.phase.value}, seat {v.to_move} to move, stock {v.stock_count}"]
+    lines.append(f"floor: {cards(v.floor)}")
+    for s in v.seats:
+        if not s.active:
+            lines.append(f"seat {s.seat}: sitting out")
+            continue
+        hand = cards(s.hand) if s.seat == seat else f"{s.hand_size} cards" + (
+            f" (shown {cards(s.revealed)})" if s.revealed else ""
+        )
+        lines.append(
+            f"seat {s.seat}: hand {hand}; pile {cards(s.captured)}; score {s.score.total}; {s.gos}고"
+        )
+    return "\n".join(lines)
