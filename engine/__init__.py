@@ -10,25 +10,56 @@
 """
 
 from .actions import (
-    Action, Bomb, ChooseCapture, ConvertGukjin, DeclineGwangSale, FlipOnly, Go, JoinRound,
-    KeepGukjin, PlayCard, SellGwang, SitOut, Stop, action_from_id, action_id,
+    Action,
+    Bomb,
+    ChooseCapture,
+    ConvertGukjin,
+    DeclineGwangSale,
+    FlipOnly,
+    Go,
+    JoinRound,
+    KeepGukjin,
+    PlayCard,
+    SellGwang,
+    SitOut,
+    Stop,
+    action_from_id,
+    action_id,
 )
 from .cards import CODE, HIDDEN, KIND, MONTH, NAME, PI_VALUE, Kind, card_code, card_from_code, deck
 from .errors import (
-    CorruptSnapshot, EngineError, IllegalAction, InvalidDeal, InvalidRules, MalformedAction,
-    NotYourTurn, RoundOver,
+    CorruptSnapshot,
+    EngineError,
+    IllegalAction,
+    InvalidDeal,
+    InvalidRules,
+    MalformedAction,
+    NotYourTurn,
+    RoundOver,
 )
 from .events import EVENT_TYPES, Event
 from .game import (
-    Deal, apply, apply_unchecked, card_places, check, legal_action_ids, legal_actions, new_round,
+    Deal,
+    apply,
+    apply_unchecked,
+    card_places,
+    check,
+    legal_action_ids,
+    legal_actions,
+    new_round,
     seat_score,
 )
 from .match import Match, RoundResult, match_apply, new_match, next_round, round_seed
 from .rules import FIELDS, PRESET_PLAYERS, PRESETS, Rules
 from .scoring import Score, go_score, score
 from .serialize import (
-    FORMAT_VERSION, event_from_json, event_to_json, match_from_bytes, match_to_bytes,
-    state_from_bytes, state_to_bytes,
+    FORMAT_VERSION,
+    event_from_json,
+    event_to_json,
+    match_from_bytes,
+    match_to_bytes,
+    state_from_bytes,
+    state_to_bytes,
 )
 from .settlement import Bill, Factor, Payment, Settlement
 from .state import Phase, SeatState, State

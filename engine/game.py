@@ -7,19 +7,56 @@ only randomness is the round's seed, fed to the engine's own generator at the de
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from .actions import (
-    Action, Bomb, ChooseCapture, ConvertGukjin, DeclineGwangSale, FlipOnly, Go, JoinRound,
-    KeepGukjin, PlayCard, SellGwang, SitOut, Stop, action_id,
+    Action,
+    Bomb,
+    ChooseCapture,
+    ConvertGukjin,
+    DeclineGwangSale,
+    FlipOnly,
+    Go,
+    JoinRound,
+    KeepGukjin,
+    PlayCard,
+    SellGwang,
+    SitOut,
+    Stop,
+    action_id,
 )
 from .cards import ALL_CARDS, CODE, GUKJIN, KIND, MONTH, PI_VALUE, Kind, deck, is_bonus
 from .errors import IllegalAction, InvalidDeal, MalformedAction, NotYourTurn, RoundOver
 from .events import (
-    BonusCaptured, Bombed, Captured, CardFlipped, CardLaid, CardPlayed, Dealt, Event,
-    FlipOnlyUsed, GukjinDecided, GwangSold, InstantLoss, InstantPaid, InstantWin, Jjok,
-    JoinedRound, Nagari, PiStolen, PpeokFormed, PpeokRecaptured, Redealt, RoundSettled, SatOut,
-    ScoreChanged, Shaken, Sseul, Stopped, Ttadak, WentGo,
+    Bombed,
+    BonusCaptured,
+    Captured,
+    CardFlipped,
+    CardLaid,
+    CardPlayed,
+    Dealt,
+    Event,
+    FlipOnlyUsed,
+    GukjinDecided,
+    GwangSold,
+    InstantLoss,
+    InstantPaid,
+    InstantWin,
+    Jjok,
+    JoinedRound,
+    Nagari,
+    PiStolen,
+    PpeokFormed,
+    PpeokRecaptured,
+    Redealt,
+    RoundSettled,
+    SatOut,
+    ScoreChanged,
+    Shaken,
+    Sseul,
+    Stopped,
+    Ttadak,
+    WentGo,
 )
 from .rng import Rng
 from .rules import Rules
@@ -239,26 +276,34 @@ def legal_action_ids(state: State) -> list[int]:
     return [action_id(a) for a in legal_actions(state)]
 
 
+_PLAY = tuple(PlayCard(c) for c in range(ALL_CARDS))
+_SHAKE = tuple(PlayCard(c, shake=True) for c in range(ALL_CARDS))
+_BOMB = tuple(Bomb(m) if m else None for m in range(13))
+_FLIP_ONLY = FlipOnly()
+
+
 def _play_actions(state: State) -> list[Action]:
     seat = state.seats[state.to_move]
     hand = seat.hand
-    out: list[Action] = [PlayCard(c) for c in hand]
+    out: list[Action] = [_PLAY[c] for c in hand]
     if hand and state.rules.shake_bomb:
         held = [0] * 13
         for c in hand:
             held[MONTH[c]] += 1
-        on_floor = [0] * 13
-        for c in state.floor:
-            on_floor[MONTH[c]] += 1
-        for c in hand:
-            m = MONTH[c]
-            if m and held[m] >= 3 and on_floor[m] == 0:
-                out.append(PlayCard(c, shake=True))
-        for m in range(1, 13):
-            if held[m] == 3 and on_floor[m] == 1:
-                out.append(Bomb(m))
+        triples = [m for m in range(1, 13) if held[m] >= 3]
+        if triples:
+            on_floor = [0] * 13
+            for c in state.floor:
+                on_floor[MONTH[c]] += 1
+            for c in hand:
+                m = MONTH[c]
+                if m and held[m] >= 3 and on_floor[m] == 0:
+                    out.append(_SHAKE[c])
+            for m in triples:
+                if held[m] == 3 and on_floor[m] == 1:
+                    out.append(_BOMB[m])  # type: ignore[arg-type]
     if seat.spare_flips > 0 and state.stock:
-        out.append(FlipOnly())
+        out.append(_FLIP_ONLY)
     return out
 
 
@@ -365,14 +410,15 @@ def apply_unchecked(state: State, action: Action) -> tuple[State, list[Event]]:
             _flip_only(w)
     elif phase is Phase.CHOOSE_HAND:
         assert isinstance(action, ChooseCapture) and w.turn is not None
-        ctx = w.turn
+        ctx = _Turn.thaw(w.turn)
         w.floor.remove(action.card)
-        _after_play(w, replace(ctx, held=(ctx.card, action.card)))
+        ctx.held = (ctx.card, action.card)
+        _after_play(w, ctx)
     elif phase is Phase.CHOOSE_FLIP:
         assert isinstance(action, ChooseCapture) and w.turn is not None
-        ctx = w.turn
+        ctx = _Turn.thaw(w.turn)
         w.floor.remove(action.card)
-        ctx = w.capture(ctx, (ctx.flipped, action.card))
+        w.capture(ctx, (ctx.flipped, action.card))
         _settle_turn(w, ctx)
     elif phase is Phase.GUKJIN:
         assert w.turn is not None
@@ -380,7 +426,7 @@ def apply_unchecked(state: State, action: Action) -> tuple[State, list[Event]]:
         final = convert or w.rules.gukjin == "on_capture"
         w.gukjin = "converted" if convert else ("kept" if final else "open")
         w.events.append(GukjinDecided(w.to_move, convert, final))
-        _finish_turn(w, w.turn)
+        _finish_turn(w, _Turn.thaw(w.turn))
     elif phase is Phase.GO_STOP:
         if isinstance(action, Go):
             _go(w)
@@ -441,13 +487,11 @@ def _begin_play(w: _W) -> None:
 # ------------------------------------------------------------------------- turns
 
 
-def _start_turn(w: _W, kind: str, hand_after: int, flips_after: int, **kw: object) -> TurnContext:
+def _start_turn(w: _W, kind: str, hand_after: int, flips_after: int, card: int = -1, month: int = 0) -> _Turn:
     seat = w.to_move
-    s = w.seats[seat]
-    w.upd(seat, turns=s.turns + 1)
-    before = tuple(w.score(i) for i in range(len(w.seats)))
-    last = hand_after == 0 and flips_after == 0
-    return TurnContext(seat=seat, kind=kind, last=last, before=before, **kw)  # type: ignore[arg-type]
+    before = w.score(seat)
+    w.upd(seat, turns=w.seats[seat].turns + 1)
+    return _Turn(seat, kind, card, month, hand_after == 0 and flips_after == 0, before)
 
 
 def _play(w: _W, card: int, shake: bool) -> None:
@@ -472,15 +516,17 @@ def _play(w: _W, card: int, shake: bool) -> None:
         _after_play(w, ctx)
     elif n == 1:
         w.floor.remove(matches[0])
-        _after_play(w, replace(ctx, matched=1, held=(card, matches[0])))
+        ctx.matched, ctx.held = 1, (card, matches[0])
+        _after_play(w, ctx)
     elif n == 2:
-        w.phase, w.turn = Phase.CHOOSE_HAND, replace(ctx, matched=2)
+        ctx.matched = 2
+        w.phase, w.turn = Phase.CHOOSE_HAND, ctx.freeze()
     else:
         for c in matches:
             w.floor.remove(c)
-        ctx = replace(ctx, matched=3)
-        ctx = _take_stack(w, ctx, m)
-        ctx = w.capture(ctx, (card, *matches))
+        ctx.matched = 3
+        _take_stack(w, ctx, m)
+        w.capture(ctx, (card, *matches))
         _after_play(w, ctx)
 
 
@@ -490,7 +536,8 @@ def _bomb(w: _W, month: int) -> None:
     cards = tuple(sorted(c for c in s.hand if MONTH[c] == month))
     target = next(c for c in w.floor if MONTH[c] == month)
     spare = s.spare_flips + 2
-    ctx = _start_turn(w, "bomb", len(s.hand) - 3, spare, month=month, matched=1)
+    ctx = _start_turn(w, "bomb", len(s.hand) - 3, spare, month=month)
+    ctx.matched = 1
     w.upd(
         seat,
         hand=tuple(c for c in s.hand if MONTH[c] != month),
@@ -500,8 +547,8 @@ def _bomb(w: _W, month: int) -> None:
     )
     w.events.append(Bombed(seat, month, cards, spare))
     w.floor.remove(target)
-    ctx = w.capture(ctx, (*cards, target))
-    ctx = replace(ctx, steals=ctx.steals + ("bomb",))
+    w.capture(ctx, (*cards, target))
+    ctx.steals += ("bomb",)
     _after_play(w, ctx)
 
 
@@ -514,18 +561,17 @@ def _flip_only(w: _W) -> None:
     _after_play(w, ctx)
 
 
-def _take_stack(w: _W, ctx: TurnContext, month: int) -> TurnContext:
+def _take_stack(w: _W, ctx: _Turn, month: int) -> None:
     """Capturing a three-card stack: a 뻑 stack pays its capturer."""
     maker = w.stacks[month]
     w.stacks[month] = NO_STACK
     if maker >= 0:
         own = maker == ctx.seat
         w.events.append(PpeokRecaptured(ctx.seat, month, maker, own))
-        ctx = replace(ctx, steals=ctx.steals + (("jappeok", "jappeok") if own else ("ppeok",)))
-    return ctx
+        ctx.steals += ("jappeok", "jappeok") if own else ("ppeok",)
 
 
-def _after_play(w: _W, ctx: TurnContext) -> None:
+def _after_play(w: _W, ctx: _Turn) -> None:
     """Flip the stock (bonus cards are taken and flipped past) and match the flip."""
     seat = ctx.seat
     flipped = -1
@@ -533,14 +579,15 @@ def _after_play(w: _W, ctx: TurnContext) -> None:
         c = w.stock.pop(0)
         w.events.append(CardFlipped(seat, c))
         if is_bonus(c):
-            ctx = w.capture(ctx, (c,), event=False)
+            w.capture(ctx, (c,), event=False)
             w.events.append(BonusCaptured(seat, c, "flip", -1))
             continue
         flipped = c
         break
     if flipped < 0:
         if ctx.held:
-            ctx = w.capture(replace(ctx, held=()), ctx.held)
+            w.capture(ctx, ctx.held)
+            ctx.held = ()
         _settle_turn(w, ctx)
         return
     n_month = MONTH[flipped]
@@ -549,14 +596,15 @@ def _after_play(w: _W, ctx: TurnContext) -> None:
         m = ctx.month
         if ctx.matched == 0:  # 쪽
             w.floor.remove(ctx.card)
-            ctx = w.capture(ctx, (flipped, ctx.card))
+            w.capture(ctx, (flipped, ctx.card))
             steals = not (ctx.last and "jjok" in r.last_turn_no_steal)
             w.events.append(Jjok(seat, m, steals))
             if steals:
-                ctx = replace(ctx, steals=ctx.steals + ("jjok",))
+                ctx.steals += ("jjok",)
         elif ctx.matched == 1:  # 뻑
             if ctx.last and r.last_turn_ppeok_captured:
-                ctx = w.capture(replace(ctx, held=()), (*ctx.held, flipped))
+                w.capture(ctx, (*ctx.held, flipped))
+                ctx.held = ()
             else:
                 stack = (*ctx.held, flipped)
                 w.floor.extend(stack)
@@ -564,20 +612,22 @@ def _after_play(w: _W, ctx: TurnContext) -> None:
                 s = w.seats[seat]
                 w.upd(seat, ppeok_turns=s.ppeok_turns + (s.turns,))
                 w.events.append(PpeokFormed(seat, m, stack, len(s.ppeok_turns) + 1))
-                ctx = replace(ctx, held=(), ppeok=True)
+                ctx.held, ctx.ppeok = (), True
         else:  # 따닥
             other = next(c for c in w.floor if MONTH[c] == m)
             w.floor.remove(other)
-            ctx = w.capture(replace(ctx, held=()), (*ctx.held, other, flipped))
+            w.capture(ctx, (*ctx.held, other, flipped))
+            ctx.held = ()
             steals = not (ctx.last and "ttadak" in r.last_turn_no_steal)
             w.events.append(Ttadak(seat, m, steals))
-            ctx = replace(ctx, ttadak=True)
+            ctx.ttadak = True
             if steals:
-                ctx = replace(ctx, steals=ctx.steals + ("ttadak",))
+                ctx.steals += ("ttadak",)
         _settle_turn(w, ctx)
         return
     if ctx.held:
-        ctx = w.capture(replace(ctx, held=()), ctx.held)
+        w.capture(ctx, ctx.held)
+        ctx.held = ()
     matches = [c for c in w.floor if MONTH[c] == n_month]
     n = len(matches)
     if n == 0:
@@ -585,19 +635,21 @@ def _after_play(w: _W, ctx: TurnContext) -> None:
         w.events.append(CardLaid(seat, flipped))
     elif n == 1:
         w.floor.remove(matches[0])
-        ctx = w.capture(ctx, (flipped, matches[0]))
+        w.capture(ctx, (flipped, matches[0]))
     elif n == 2:
-        w.phase, w.turn = Phase.CHOOSE_FLIP, replace(ctx, flipped=flipped)
+        ctx.flipped = flipped
+        w.phase, w.turn = Phase.CHOOSE_FLIP, ctx.freeze()
         return
     else:
         for c in matches:
             w.floor.remove(c)
-        ctx = _take_stack(w, ctx, n_month)
-        ctx = w.capture(ctx, (flipped, *matches))
-    _settle_turn(w, replace(ctx, flipped=flipped))
+        _take_stack(w, ctx, n_month)
+        w.capture(ctx, (flipped, *matches))
+    ctx.flipped = flipped
+    _settle_turn(w, ctx)
 
 
-def _settle_turn(w: _W, ctx: TurnContext) -> None:
+def _settle_turn(w: _W, ctx: _Turn) -> None:
     """쓸, steals, instant payments, then the 국진 decision if one is due."""
     r = w.rules
     seat = ctx.seat
@@ -609,7 +661,7 @@ def _settle_turn(w: _W, ctx: TurnContext) -> None:
             steals = not (ctx.last and "sseul" in r.last_turn_no_steal)
             w.events.append(Sseul(seat, steals, 0))
             if steals:
-                ctx = replace(ctx, steals=ctx.steals + ("sseul",))
+                ctx.steals += ("sseul",)
     if ctx.steals:
         for victim in w.order():
             if victim != seat:
@@ -629,13 +681,14 @@ def _settle_turn(w: _W, ctx: TurnContext) -> None:
         (r.gukjin == "on_settlement" and GUKJIN in s.captured)
         or (r.gukjin == "on_capture" and GUKJIN in ctx.taken)
     ):
-        w.phase, w.turn, w.to_move = Phase.GUKJIN, ctx, seat
+        w.phase, w.turn, w.to_move = Phase.GUKJIN, ctx.freeze(), seat
         return
     _finish_turn(w, ctx)
 
 
 def _steal(w: _W, seat: int, victim: int, reasons: tuple[str, ...]) -> None:
     """Take ``len(reasons)`` 피 from ``victim``: plain 피 first, then the lowest value."""
+    before = w.score(victim)
     pile = list(w.seats[victim].captured)
     converted = w.gukjin == "converted"
     taken: list[int] = []
@@ -657,16 +710,17 @@ def _steal(w: _W, seat: int, victim: int, reasons: tuple[str, ...]) -> None:
     if taken:
         w.upd(seat, captured=w.seats[seat].captured + tuple(taken))
     w.events.append(PiStolen(seat, victim, tuple(taken), len(reasons), reasons))
+    _report_score(w, victim, before)
 
 
-def _finish_turn(w: _W, ctx: TurnContext) -> None:
+def _finish_turn(w: _W, ctx: _Turn) -> None:
     """Scores, instant outcomes, then go/stop or the next seat."""
     r = w.rules
     seat = ctx.seat
     w.turn = None
     s = w.seats[seat]
     w.upd(seat, dry_turns=0 if ctx.taken else s.dry_turns + 1)
-    _report_scores(w, ctx.before)
+    _report_score(w, seat, ctx.before)
     s = w.seats[seat]
     if ctx.ppeok and len(s.ppeok_turns) == 3 and r.three_ppeok != "none":
         if r.three_ppeok == "win":
@@ -745,22 +799,27 @@ def _exhausted(w: _W) -> None:
 
 
 def _report_scores(w: _W, before: Sequence[Score]) -> None:
-    for i in range(len(w.seats)):
-        now = w.score(i)
-        if now != before[i]:
-            w.events.append(ScoreChanged(i, now, now.total))
+    for i, b in enumerate(before):
+        _report_score(w, i, b)
+
+
+def _report_score(w: _W, seat: int, before: Score) -> None:
+    """A ``ScoreChanged`` event if ``seat``'s score differs from ``before``."""
+    now = w.score(seat)
+    if now != before:
+        w.events.append(ScoreChanged(seat, now, now.total))
 
 
 # -------------------------------------------------------------------- settlement
 
 
-def shake_bomb_count(rules: Rules, seat: SeatState) -> int:
-    """흔들기/폭탄 doublings of a seat under ``rules``."""
+def shake_bomb_count(rules: Rules, shakes: tuple[int, ...], bombs: tuple[int, ...]) -> int:
+    """흔들기/폭탄 doublings of a seat that shook ``shakes`` and bombed ``bombs`` (months)."""
     if not rules.shake_bomb:
         return 0
     if rules.shake_bomb_count == "per_month":
-        return len(set(seat.shakes) | set(seat.bombs))
-    return len(seat.shakes) + len(seat.bombs)
+        return len(set(shakes) | set(bombs))
+    return len(shakes) + len(bombs)
 
 
 def _settle(
@@ -786,7 +845,7 @@ def _settle(
         go_pts = fixed
     else:
         go_pts = max(go_score(sc.total, ws.gos, r.go_scoring), minimum)
-        k = shake_bomb_count(r, ws)
+        k = shake_bomb_count(r, ws.shakes, ws.bombs)
         if k:
             factors.append(Factor("shake_bomb", 1 << k))
         if r.meongbak and sc.yeol_count >= r.meongbak_min_yeol:
@@ -813,7 +872,7 @@ def _settle(
             if r.gobak and len(playing) == 2 and w.seats[loser].gos > 0:
                 lf.append(Factor("gobak", 2))
             if r.shake_bomb_when_losing:
-                k = shake_bomb_count(r, w.seats[loser])
+                k = shake_bomb_count(r, w.seats[loser].shakes, w.seats[loser].bombs)
                 if k:
                     lf.append(Factor("own_shake_bomb", 1 << k))
         owed = go_pts * mult
@@ -848,13 +907,116 @@ def _finish(w: _W, settlement: Settlement) -> None:
 # ------------------------------------------------------------------ working copy
 
 
+_SEAT_FIELDS = tuple(f.name for f in fields(SeatState))
+_TURN_FIELDS = tuple(f.name for f in fields(TurnContext))
+
+
+class _Seat:
+    """Mutable twin of ``SeatState`` for the seats a step changes."""
+
+    __slots__ = _SEAT_FIELDS
+    hand: tuple[int, ...]
+    captured: tuple[int, ...]
+    revealed: tuple[int, ...]
+    shakes: tuple[int, ...]
+    bombs: tuple[int, ...]
+    spare_flips: int
+    gos: int
+    last_go_base: int
+    last_go_order: int
+    turns: int
+    ppeok_turns: tuple[int, ...]
+    dry_turns: int
+    sseul: int
+    active: bool
+
+    def __init__(self, s: SeatState) -> None:
+        self.hand, self.captured, self.revealed, self.shakes = s.hand, s.captured, s.revealed, s.shakes
+        self.bombs, self.spare_flips, self.gos = s.bombs, s.spare_flips, s.gos
+        self.last_go_base = s.last_go_base
+        self.last_go_order, self.turns, self.ppeok_turns = s.last_go_order, s.turns, s.ppeok_turns
+        self.dry_turns, self.sseul, self.active = s.dry_turns, s.sseul, s.active
+
+    def freeze(self) -> SeatState:
+        return SeatState(
+            self.hand, self.captured, self.revealed, self.shakes, self.bombs, self.spare_flips,
+            self.gos, self.last_go_base, self.last_go_order, self.turns, self.ppeok_turns,
+            self.dry_turns, self.sseul, self.active,
+        )
+
+
+class _Turn:
+    """Mutable twin of ``TurnContext`` while a turn runs inside one step."""
+
+    __slots__ = _TURN_FIELDS
+    seat: int
+    kind: str
+    card: int
+    month: int
+    last: bool
+    before: Score
+    matched: int
+    held: tuple[int, ...]
+    flipped: int
+    taken: tuple[int, ...]
+    steals: tuple[str, ...]
+    ppeok: bool
+    ttadak: bool
+
+    def __init__(self, seat: int, kind: str, card: int, month: int, last: bool, before: Score) -> None:
+        self.seat, self.kind, self.card, self.month = seat, kind, card, month
+        self.last, self.before = last, before
+        self.matched, self.held, self.flipped, self.taken, self.steals = 0, (), -1, (), ()
+        self.ppeok = self.ttadak = False
+
+    @staticmethod
+    def thaw(t: TurnContext) -> _Turn:
+        ctx = _Turn.__new__(_Turn)
+        for name in _TURN_FIELDS:
+            setattr(ctx, name, getattr(t, name))
+        return ctx
+
+    def freeze(self) -> TurnContext:
+        return TurnContext(*(getattr(self, name) for name in _TURN_FIELDS))
+
+
 class _W:
     """A mutable working copy of a state for the duration of one step."""
 
     __slots__ = (
-        "rules", "seed", "dealer", "phase", "to_move", "seats", "floor", "stacks", "stock",
-        "gukjin", "turn", "go_seq", "payments", "carry", "settlement", "events", "_scores",
+        "_scores",
+        "carry",
+        "dealer",
+        "events",
+        "floor",
+        "go_seq",
+        "gukjin",
+        "payments",
+        "phase",
+        "rules",
+        "seats",
+        "seed",
+        "settlement",
+        "stacks",
+        "stock",
+        "to_move",
+        "turn",
     )
+    rules: Rules
+    seed: int
+    dealer: int
+    phase: Phase
+    to_move: int
+    seats: list[SeatState | _Seat]
+    floor: list[int]
+    stacks: list[int]
+    stock: list[int]
+    gukjin: str
+    turn: TurnContext | None
+    go_seq: int
+    payments: list[Payment]
+    carry: bool
+    settlement: Settlement | None
 
     def __init__(self) -> None:
         self.events: list[Event] = []
@@ -885,24 +1047,29 @@ class _W:
     def freeze(self, steps: int) -> State:
         return State(
             rules=self.rules, seed=self.seed, dealer=self.dealer, phase=self.phase,
-            to_move=self.to_move, seats=tuple(self.seats), floor=tuple(self.floor),
-            stacks=tuple(self.stacks), stock=tuple(self.stock), gukjin=self.gukjin,
-            turn=self.turn, go_seq=self.go_seq, payments=tuple(self.payments), carry=self.carry,
-            settlement=self.settlement, steps=steps,
+            to_move=self.to_move,
+            seats=tuple(s.freeze() if isinstance(s, _Seat) else s for s in self.seats),
+            floor=tuple(self.floor), stacks=tuple(self.stacks), stock=tuple(self.stock),
+            gukjin=self.gukjin, turn=self.turn, go_seq=self.go_seq, payments=tuple(self.payments),
+            carry=self.carry, settlement=self.settlement, steps=steps,
         )
 
     def upd(self, seat: int, **changes: object) -> None:
-        self.seats[seat] = replace(self.seats[seat], **changes)  # type: ignore[arg-type]
+        s = self.seats[seat]
+        if not isinstance(s, _Seat):
+            s = self.seats[seat] = _Seat(s)
+        for name, value in changes.items():
+            setattr(s, name, value)
         self._scores.pop(seat, None)
 
     def take(self, seat: int, cards: tuple[int, ...]) -> None:
         self.upd(seat, captured=self.seats[seat].captured + cards)
 
-    def capture(self, ctx: TurnContext, cards: tuple[int, ...], event: bool = True) -> TurnContext:
+    def capture(self, ctx: _Turn, cards: tuple[int, ...], event: bool = True) -> None:
         self.take(ctx.seat, cards)
         if event:
             self.events.append(Captured(ctx.seat, cards))
-        return replace(ctx, taken=ctx.taken + cards)
+        ctx.taken += cards
 
     def pay(self, payment: Payment) -> None:
         self.payments.append(payment)

@@ -7,6 +7,28 @@ from dataclasses import dataclass
 
 from .cards import BIGWANG, CHEONGDAN, CHODAN, GODORI, GUKJIN, HONGDAN, KIND, PI_VALUE, Kind
 
+_PI, _GUKJIN, _YEOL, _BIRD, _TTI, _HONG, _CHEONG, _CHO, _GWANG, _BIGWANG = range(10)
+
+
+def _role(c: int) -> int:
+    kind = KIND[c]
+    if kind is Kind.PI:
+        return _PI
+    if c == GUKJIN:
+        return _GUKJIN
+    if kind is Kind.YEOL:
+        return _BIRD if c in GODORI else _YEOL
+    if kind is Kind.TTI:
+        if c in HONGDAN:
+            return _HONG
+        if c in CHEONGDAN:
+            return _CHEONG
+        return _CHO if c in CHODAN else _TTI
+    return _BIGWANG if c == BIGWANG else _GWANG
+
+
+_ROLE = tuple(_role(c) for c in range(len(KIND)))
+
 
 @dataclass(frozen=True, slots=True)
 class Score:
@@ -75,26 +97,29 @@ def score(cards: Iterable[int], gukjin_converted: bool = False, sseul_points: in
     bigwang = False
     birds = hong = cheong = cho = 0
     for c in cards:
-        kind = KIND[c]
-        if c == GUKJIN and gukjin_converted:
-            pi += 2
-        elif kind is Kind.PI:
+        role = _ROLE[c]
+        if role == _PI:
             pi += PI_VALUE[c]
-        elif kind is Kind.YEOL:
+        elif role == _GUKJIN:
+            if gukjin_converted:
+                pi += 2
+            else:
+                yeol += 1
+        elif role <= _BIRD:
             yeol += 1
-            if c in GODORI:
+            if role == _BIRD:
                 birds += 1
-        elif kind is Kind.TTI:
+        elif role <= _CHO:
             tti += 1
-            if c in HONGDAN:
+            if role == _HONG:
                 hong += 1
-            elif c in CHEONGDAN:
+            elif role == _CHEONG:
                 cheong += 1
-            elif c in CHODAN:
+            elif role == _CHO:
                 cho += 1
         else:
             gwang += 1
-            if c == BIGWANG:
+            if role == _BIGWANG:
                 bigwang = True
     if gwang == 5:
         gwang_pts = 15

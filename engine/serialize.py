@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from enum import Enum
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from . import events as ev
 from .errors import CorruptSnapshot
@@ -25,7 +25,10 @@ FORMAT_VERSION: Final = 1
 
 _TYPES: Final[dict[str, type]] = {
     t.__name__: t
-    for t in (Match, RoundResult, State, SeatState, TurnContext, Score, Settlement, Bill, Factor, Payment, *ev.EVENT_TYPES)
+    for t in (
+        Match, RoundResult, State, SeatState, TurnContext, Score, Settlement, Bill, Factor, Payment,
+        *ev.EVENT_TYPES,
+    )
 }
 
 
@@ -106,7 +109,7 @@ def event_from_json(text: str | bytes) -> ev.Event:
         raise CorruptSnapshot(f"cannot decode event: {exc}") from exc
     if not isinstance(event, ev.EVENT_TYPES):
         raise CorruptSnapshot("not an event")
-    return event  # type: ignore[no-any-return]
+    return cast(ev.Event, event)
 
 
 def match_to_bytes(match: Match) -> bytes:

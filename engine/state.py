@@ -82,19 +82,19 @@ class TurnContext:
     """``play``, ``bomb`` or ``flip``."""
     card: int = -1
     month: int = 0
+    last: bool = False
+    """This is the seat's own last action."""
+    before: Score = Score()
+    """The mover's score when the turn began (to report the change)."""
     matched: int = 0
     held: tuple[int, ...] = ()
     flipped: int = -1
     taken: tuple[int, ...] = ()
-    """Cards definitely captured this turn so far."""
+    """Cards captured this turn so far."""
     steals: tuple[str, ...] = ()
     """One entry per 피 to take from each opponent, naming its cause."""
-    last: bool = False
-    """This is the seat's own last action."""
     ppeok: bool = False
     ttadak: bool = False
-    before: tuple[Score, ...] = ()
-    """Every seat's score when the turn began (to report changes)."""
 
 
 @dataclass(frozen=True, slots=True)
