@@ -26,7 +26,7 @@ from .actions import (
     action_id,
 )
 from .cards import ALL_CARDS, CODE, GUKJIN, KIND, MONTH, PI_VALUE, Kind, deck, is_bonus
-from .errors import IllegalAction, InvalidDeal, MalformedAction, NotYourTurn, RoundOver
+from .errors import IllegalAction, InvalidDeal, NotYourTurn, RoundOver
 from .events import (
     Bombed,
     BonusCaptured,
@@ -1126,16 +1126,6 @@ def card_places(state: State) -> dict[int, str]:
     expected = set(range(state.rules.deck_size))
     assert set(places) == expected, f"cards missing: {sorted(expected - set(places))}"
     return places
-
-
-def parse_action(state: State, ident: int) -> Action:
-    """The action with this id, if legal now; ``MalformedAction`` for an unknown id."""
-    from .actions import action_from_id
-
-    action = action_from_id(ident)
-    if not 0 <= ident < 256:  # pragma: no cover - action_from_id rejects these
-        raise MalformedAction(f"unknown action id {ident}")
-    return action
 
 
 __all__ = [
