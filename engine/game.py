@@ -554,10 +554,10 @@ def _bomb(w: _W, month: int) -> None:
 
 def _flip_only(w: _W) -> None:
     seat = w.to_move
-    s = w.seats[seat]
-    ctx = _start_turn(w, "flip", len(s.hand), s.spare_flips - 1)
-    w.upd(seat, spare_flips=s.spare_flips - 1)
-    w.events.append(FlipOnlyUsed(seat, s.spare_flips - 1))
+    left = w.seats[seat].spare_flips - 1
+    ctx = _start_turn(w, "flip", len(w.seats[seat].hand), left)
+    w.upd(seat, spare_flips=left)
+    w.events.append(FlipOnlyUsed(seat, left))
     _after_play(w, ctx)
 
 
@@ -610,8 +610,9 @@ def _after_play(w: _W, ctx: _Turn) -> None:
                 w.floor.extend(stack)
                 w.stacks[m] = seat
                 s = w.seats[seat]
-                w.upd(seat, ppeok_turns=s.ppeok_turns + (s.turns,))
-                w.events.append(PpeokFormed(seat, m, stack, len(s.ppeok_turns) + 1))
+                made = s.ppeok_turns + (s.turns,)
+                w.upd(seat, ppeok_turns=made)
+                w.events.append(PpeokFormed(seat, m, stack, len(made)))
                 ctx.held, ctx.ppeok = (), True
         else:  # 따닥
             other = next(c for c in w.floor if MONTH[c] == m)
@@ -754,11 +755,11 @@ def _final_score(w: _W, seat: int) -> int:
 
 def _go(w: _W) -> None:
     seat = w.to_move
-    s = w.seats[seat]
+    gos = w.seats[seat].gos + 1
     base = w.score(seat).total
     w.go_seq += 1
-    w.upd(seat, gos=s.gos + 1, last_go_base=base, last_go_order=w.go_seq)
-    w.events.append(WentGo(seat, s.gos + 1, base))
+    w.upd(seat, gos=gos, last_go_base=base, last_go_order=w.go_seq)
+    w.events.append(WentGo(seat, gos, base))
     if w.rules.last_action_go == "allowed" and not any(
         w.has_turn_left(o) for o in w.order() if o != seat
     ):
@@ -836,7 +837,7 @@ def _settle(
             outcome, reason, -1, None, 0, 0, 0, (), (), tuple(w.payments), tuple(points),
             tuple(p * r.point_value for p in points), r.point_value, r.nagari_carry,
         )
-    playing = w.order() if w.phase is not Phase.SIT_OUT else tuple(range(n_seats))
+    playing = w.order()
     losers = [o for o in playing if o != winner]
     sc = w.score(winner)
     ws = w.seats[winner]

@@ -160,7 +160,7 @@ class Rules:
         if unknown:
             raise InvalidRules(unknown[0], "no such rule")
         base = _preset_fields(name, n)
-        base.update(overrides)
+        base.update(_normalize(overrides))
         return Rules(**base)
 
     def replace(self, **overrides: Any) -> Rules:
@@ -168,7 +168,7 @@ class Rules:
         unknown = sorted(set(overrides) - set(FIELDS))
         if unknown:
             raise InvalidRules(unknown[0], "no such rule")
-        return dataclasses.replace(self, **overrides)
+        return dataclasses.replace(self, **_normalize(overrides))
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON-ready data (sets as sorted lists)."""
@@ -188,16 +188,19 @@ class Rules:
         unknown = sorted(set(data) - set(FIELDS))
         if unknown:
             raise InvalidRules(unknown[0], "no such rule")
-        kwargs = dict(data)
-        if "last_turn_no_steal" in kwargs:
-            kwargs["last_turn_no_steal"] = _as_frozenset(kwargs["last_turn_no_steal"])
-        if "ppeok_payments" in kwargs and isinstance(kwargs["ppeok_payments"], list):
-            kwargs["ppeok_payments"] = tuple(kwargs["ppeok_payments"])
-        return Rules(**kwargs)
+        return Rules(**_normalize(data))
 
 
-def _as_frozenset(value: Any) -> Any:
-    return frozenset(value) if isinstance(value, (list, tuple, set)) else value
+def _normalize(values: dict[str, Any]) -> dict[str, Any]:
+    """Accept JSON-shaped values: lists for the set and tuple fields."""
+    out = dict(values)
+    steal = out.get("last_turn_no_steal")
+    if isinstance(steal, (list, tuple, set)):
+        out["last_turn_no_steal"] = frozenset(steal)
+    payments = out.get("ppeok_payments")
+    if isinstance(payments, list):
+        out["ppeok_payments"] = tuple(payments)
+    return out
 
 
 FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in dataclasses.fields(Rules))
