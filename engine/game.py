@@ -117,7 +117,7 @@ def new_round(
         else:
             hands, floor, stock = _deal_cards(rules, dealer, rng.shuffled(deck(rules.bonus_cards)))
         w = _W.fresh(rules, seed, dealer, hands, floor, stock, carry)
-        w.events.append(Dealt(dealer, tuple(tuple(h) for h in hands), tuple(floor), len(stock), carry))
+        w.events.append(Dealt(dealer, tuple(s.hand for s in w.seats), tuple(floor), len(stock), carry))
         _resolve_bonuses(w, hands_too=rules.players != 4)
         why = _redeal_reason(w)
         if why is None:

@@ -248,16 +248,16 @@ def _preset_fields(name: str, n: int) -> dict[str, Any]:
     }
 
 
-_INT_FIELDS: Final = {
+_INT_FIELDS: Final = (
     "players", "bonus_cards", "go_threshold", "meongbak_min_yeol", "pibak_max_pi",
     "chongtong_points", "three_ppeok_points", "first_ttadak_payment", "heodang_turns",
     "heodang_points", "point_value", "gwang_sale_price",
-}
-_BOOL_FIELDS: Final = {
+)
+_BOOL_FIELDS: Final = (
     "packet_deal", "shake_bomb", "shake_bomb_when_losing", "meongbak", "pibak",
     "pibak_requires_winner_pi", "pibak_zero_exempt", "gwangbak", "gobak", "nagari_carry",
     "last_turn_ppeok_captured", "chongtong", "heodang",
-}
+)
 _CHOICES: Final[dict[str, tuple[str, ...]]] = {
     "go_scoring": get_args(GoScoring),
     "last_action_go": get_args(LastActionGo),
