@@ -324,7 +324,11 @@ def check(state: State, action: Action, seat: int | None = None) -> None:
     action_id(action)  # raises MalformedAction for a malformed action
     if seat is not None and seat != state.to_move:
         raise NotYourTurn(f"it is seat {state.to_move}'s turn, not seat {seat}'s")
-    if action in legal_actions(state):
+    if state.phase is Phase.PLAY and type(action) is PlayCard and not action.shake:
+        # The commonest action, checked without listing: a plain play is legal iff held.
+        if action.card in state.seats[state.to_move].hand:
+            return
+    elif action in legal_actions(state):
         return
     raise IllegalAction(_explain(state, action))
 
@@ -1080,7 +1084,7 @@ class _W:
         cached = self._scores.get(seat)
         if cached is None:
             s = self.seats[seat]
-            cached = score(s.captured, self.gukjin == "converted", s.sseul)
+            cached = pile_score(s.captured, self.gukjin == "converted", s.sseul)
             self._scores[seat] = cached
         return cached
 
@@ -1093,10 +1097,25 @@ class _W:
         return s.active and (bool(s.hand) or (s.spare_flips > 0 and bool(self.stock)))
 
 
+_SCORE_MEMO: dict[tuple[tuple[int, ...], bool, int], Score] = {}
+_SCORE_MEMO_LIMIT = 1 << 14
+
+
+def pile_score(captured: tuple[int, ...], converted: bool, sseul: int) -> Score:
+    """``scoring.score`` memoized: piles recur from step to step (a pure cache, bounded)."""
+    key = (captured, converted, sseul)
+    hit = _SCORE_MEMO.get(key)
+    if hit is None:
+        if len(_SCORE_MEMO) >= _SCORE_MEMO_LIMIT:
+            _SCORE_MEMO.clear()
+        hit = _SCORE_MEMO[key] = score(captured, converted, sseul)
+    return hit
+
+
 def seat_score(state: State, seat: int) -> Score:
     """A seat's base score, recomputed from its pile."""
     s = state.seats[seat]
-    return score(s.captured, state.gukjin == "converted", s.sseul)
+    return pile_score(s.captured, state.gukjin == "converted", s.sseul)
 
 
 def card_places(state: State) -> dict[int, str]:
