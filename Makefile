@@ -1,10 +1,16 @@
-# Every target installs what it needs into .venv first.
+# Every target installs what it needs first: a virtual env in .venv, the generated gRPC
+# code in service/pb, a redis-server binary (Debian package) for the tests, and the buf
+# CLI (npm) for the proto lint.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+PB := service/pb/gostop/v1/game_pb2.py
+BUF := .tools/node_modules/.bin/buf
+BUF_VERSION := 1.75.0
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint typecheck bench golden clean
+.PHONY: run test lint typecheck bench golden redis-server clean demo
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,25 +18,41 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-run: $(STAMP)
+$(PB): $(STAMP) $(wildcard proto/gostop/v1/*.proto) scripts/gen_proto.py
+	$(PY) scripts/gen_proto.py
+
+$(BUF):
+	npm install --silent --no-audit --no-fund --prefix .tools @bufbuild/buf@$(BUF_VERSION)
+
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server (Debian package)"; \
+		$(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q redis-server; }
+
+run: $(PB)
+	$(PY) -m service serve $(ARGS)
+
+demo: $(STAMP)
 	$(PY) -m engine demo $(ARGS)
 
-test: $(STAMP)
-	$(PY) -m ruff check engine tests scripts
+test: $(PB) $(BUF) redis-server
+	$(PY) -m ruff check engine service tests scripts
 	$(PY) -m mypy
+	$(BUF) lint proto
 	$(PY) -m pytest
 
-lint: $(STAMP)
-	$(PY) -m ruff check engine tests scripts
+lint: $(PB) $(BUF)
+	$(PY) -m ruff check engine service tests scripts
+	$(BUF) lint proto
 
-typecheck: $(STAMP)
+typecheck: $(PB)
 	$(PY) -m mypy
 
-bench: $(STAMP)
+bench: $(PB) redis-server
 	$(PY) scripts/bench.py $(ARGS)
 
 golden: $(STAMP)
 	$(PY) scripts/regen_golden.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .tools service/pb .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,85 @@
+"""Seat tokens and API keys.
+
+A seat token names a game and a seat and carries an HMAC-SHA256 of both under the
+server secret, so any replica checks it without a store lookup. API keys guard
+``CreateGame`` when configured; operator keys unlock explicit deals and full logs.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .errors import denied, unauthenticated
+
+_PREFIX = "gst1"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling: a seat of one game (or nobody), and whether it holds a key."""
+
+    game_id: str | None
+    seat: int | None
+    api_key: bool
+    operator: bool
+
+
+class Authenticator:
+    def __init__(self, secret: bytes, api_keys: Sequence[str] = (), operator_keys: Sequence[str] = ()) -> None:
+        if len(secret) < 16:
+            raise ValueError("the token secret must be at least 16 bytes")
+        self._secret = secret
+        self._api_keys = tuple(k for k in api_keys if k)
+        self._operator_keys = tuple(k for k in operator_keys if k)
+
+    @property
+    def api_keys_required(self) -> bool:
+        return bool(self._api_keys or self._operator_keys)
+
+    def _sign(self, game_id: str, seat: int) -> str:
+        mac = hmac.new(self._secret, f"{game_id}.{seat}".encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+    def issue(self, game_id: str, seat: int) -> str:
+        """The secret token of one seat of one game."""
+        return f"{_PREFIX}.{game_id}.{seat}.{self._sign(game_id, seat)}"
+
+    def caller(self, metadata: Sequence[tuple[str, str | bytes]]) -> Caller:
+        """Identify the caller from request metadata; UNAUTHENTICATED for a bad credential."""
+        token = key = None
+        for name, value in metadata:
+            text = value.decode() if isinstance(value, bytes) else value
+            if name == "authorization":
+                if not text.startswith("Bearer "):
+                    raise unauthenticated("authorization must be 'Bearer <seat token>'")
+                token = text[len("Bearer "):].strip()
+            elif name == "x-api-key":
+                key = text.strip()
+        api = operator = False
+        if key is not None:
+            operator = any(hmac.compare_digest(key, k) for k in self._operator_keys)
+            api = operator or any(hmac.compare_digest(key, k) for k in self._api_keys)
+            if not api:
+                raise unauthenticated("unknown API key")
+        if token is None:
+            return Caller(None, None, api, operator)
+        parts = token.split(".")
+        if len(parts) != 4 or parts[0] != _PREFIX or not parts[2].isdigit():
+            raise unauthenticated("malformed seat token")
+        game_id, seat = parts[1], int(parts[2])
+        if not hmac.compare_digest(parts[3], self._sign(game_id, seat)):
+            raise unauthenticated("invalid seat token")
+        return Caller(game_id, seat, api, operator)
+
+
+def seat_in(caller: Caller, game_id: str) -> int | None:
+    """The caller's seat in ``game_id`` (None for a spectator); a token of another game is refused."""
+    if caller.game_id is None:
+        return None
+    if caller.game_id != game_id:
+        raise denied("WRONG_GAME", "the seat token belongs to another game")
+    return caller.seat

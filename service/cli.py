@@ -1,0 +1,45 @@
+"""The ``gostop`` command: ``gostop serve`` runs the service; ``gostop demo`` plays a round."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from engine.cli import demo
+from engine.rules import PRESETS
+
+from . import config as cfg
+from .logs import configure
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gostop", description="Go-Stop game engine and service")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the gRPC game service")
+    cfg.add_flags(serve)
+    d = sub.add_parser("demo", help="play a seeded demo round in the terminal")
+    d.add_argument("--preset", choices=PRESETS, default="standard")
+    d.add_argument("--players", type=int, default=None)
+    d.add_argument("--seed", type=int, default=2026)
+    sub.add_parser("settings", help="print the table of server settings")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return demo(args.preset, args.players, args.seed)
+    if args.command == "settings":
+        print(cfg.settings_table())
+        return 0
+    try:
+        config = cfg.load(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    configure(config.log_format, config.log_level)
+    from .server import Server
+
+    asyncio.run(Server(config).serve_forever())
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Server settings: environment variables, overridable by command-line flags.
+
+``SETTINGS`` is the single table of every setting (name, variable, default, meaning);
+the operations documentation is generated from the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str
+    env: str
+    default: Any
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("listen", "GOSTOP_LISTEN", "127.0.0.1:50051", "gRPC listen address (host:port; [::]:50051 for all)"),
+    Setting("metrics_port", "GOSTOP_METRICS_PORT", 9464, "Prometheus metrics HTTP port (0: off)"),
+    Setting("metrics_host", "GOSTOP_METRICS_HOST", "127.0.0.1", "address the metrics endpoint binds"),
+    Setting("redis_url", "GOSTOP_REDIS_URL", "",
+            "redis://, rediss://, redis+sentinel://h:p[,h:p]/master or redis+cluster://h:p[,h:p]; "
+            "empty: embedded in-process memory store"),
+    Setting("game_ttl_seconds", "GOSTOP_GAME_TTL_SECONDS", 86400, "an untouched game expires after this"),
+    Setting("finished_ttl_seconds", "GOSTOP_FINISHED_TTL_SECONDS", 604800, "a finished match is kept this long"),
+    Setting("token_secret", "GOSTOP_TOKEN_SECRET", "",
+            "HMAC secret of seat tokens (≥ 16 bytes; must be shared by all replicas); "
+            "empty: random per process"),
+    Setting("api_keys", "GOSTOP_API_KEYS", "", "comma-separated keys; when set, CreateGame needs one"),
+    Setting("operator_keys", "GOSTOP_OPERATOR_KEYS", "", "comma-separated keys for explicit deals and full logs"),
+    Setting("tls_cert", "GOSTOP_TLS_CERT", "", "PEM certificate chain file (TLS on when cert and key are set)"),
+    Setting("tls_key", "GOSTOP_TLS_KEY", "", "PEM private key file"),
+    Setting("max_message_bytes", "GOSTOP_MAX_MESSAGE_BYTES", 1 << 20, "largest request or response message"),
+    Setting("max_actions_per_game", "GOSTOP_MAX_ACTIONS_PER_GAME", 100000, "actions a game may commit in all"),
+    Setting("drain_seconds", "GOSTOP_DRAIN_SECONDS", 10.0, "grace period for in-flight calls on SIGTERM"),
+    Setting("log_format", "GOSTOP_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)"),
+    Setting("log_level", "GOSTOP_LOG_LEVEL", "info", "debug, info, warning or error"),
+    Setting("snapshot_cache", "GOSTOP_SNAPSHOT_CACHE", 10000, "games whose last snapshot a process keeps"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    listen: str = "127.0.0.1:50051"
+    metrics_port: int = 9464
+    metrics_host: str = "127.0.0.1"
+    redis_url: str = ""
+    game_ttl_seconds: int = 86400
+    finished_ttl_seconds: int = 604800
+    token_secret: str = ""
+    api_keys: str = ""
+    operator_keys: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
+    max_message_bytes: int = 1 << 20
+    max_actions_per_game: int = 100000
+    drain_seconds: float = 10.0
+    log_format: str = "auto"
+    log_level: str = "info"
+    snapshot_cache: int = 10000
+
+    def keys(self, name: str) -> tuple[str, ...]:
+        return tuple(k.strip() for k in getattr(self, name).split(",") if k.strip())
+
+    def __post_init__(self) -> None:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError("set both GOSTOP_TLS_CERT and GOSTOP_TLS_KEY, or neither")
+        if self.log_format not in ("auto", "json", "console"):
+            raise ValueError("GOSTOP_LOG_FORMAT must be auto, json or console")
+        if self.token_secret and len(self.token_secret.encode()) < 16:
+            raise ValueError("GOSTOP_TOKEN_SECRET must be at least 16 bytes")
+        for name in ("game_ttl_seconds", "finished_ttl_seconds", "max_message_bytes", "max_actions_per_game"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """One ``--flag`` per setting (defaults come from the environment)."""
+    for s in SETTINGS:
+        parser.add_argument(
+            "--" + s.name.replace("_", "-"), dest=s.name, default=None, type=type(s.default),
+            help=f"{s.help} [env {s.env}, default {s.default!r}]",
+        )
+
+
+def load(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Settings from ``env`` (default: the process environment), then flags."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for s in SETTINGS:
+        raw = env.get(s.env)
+        if raw is not None and raw != "":
+            try:
+                values[s.name] = type(s.default)(raw)
+            except ValueError:
+                raise ValueError(f"{s.env}: cannot read {raw!r} as {type(s.default).__name__}") from None
+        flag = getattr(args, s.name, None) if args is not None else None
+        if flag is not None:
+            values[s.name] = flag
+    return Config(**values)
+
+
+def settings_table(settings: Sequence[Setting] = SETTINGS) -> str:
+    """The settings as a Markdown table (for the operations documentation)."""
+    lines = ["| variable | flag | default | meaning |", "|---|---|---|---|"]
+    for s in settings:
+        lines.append(f"| `{s.env}` | `--{s.name.replace('_', '-')}` | `{s.default!r}` | {s.help} |")
+    return "\n".join(lines)
+
+
+assert [f.name for f in fields(Config)] == [s.name for s in SETTINGS]

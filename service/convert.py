@@ -1,0 +1,254 @@
+"""Conversion between engine values and the wire messages of ``gostop.v1``.
+
+Engine dataclasses and proto messages share field names, so most conversion is
+generic: each dataclass field is copied to the message field of the same name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from enum import Enum
+from typing import Any, Final
+
+from google.protobuf.message import Message
+
+from engine import (
+    Action,
+    Bomb,
+    ChooseCapture,
+    ConvertGukjin,
+    Deal,
+    DeclineGwangSale,
+    FlipOnly,
+    Go,
+    JoinRound,
+    KeepGukjin,
+    MalformedAction,
+    Match,
+    PlayCard,
+    Rules,
+    SellGwang,
+    SitOut,
+    Stop,
+    View,
+    action_id,
+)
+from engine.cards import card_code
+from engine.events import Event
+from engine.rules import FIELDS
+from engine.scoring import Score
+from engine.settlement import Settlement
+
+from .pb.gostop.v1 import game_pb2 as pb
+
+_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def _snake(name: str) -> str:
+    return _SNAKE.sub("_", name).lower()
+
+
+def _enum_prefix(enum_name: str) -> str:
+    return _snake(enum_name).upper() + "_"
+
+
+def fill(msg: Message, obj: Any) -> Message:
+    """Copy the fields of an engine dataclass into a message with the same field names."""
+    fields = msg.DESCRIPTOR.fields_by_name
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        fd = fields.get(f.name)
+        if fd is None or value is None:
+            continue
+        _set(msg, fd, value)
+    if isinstance(obj, Score):
+        msg.total = obj.total  # type: ignore[attr-defined]
+    return msg
+
+
+def _set(msg: Message, fd: Any, value: Any) -> None:
+    name = fd.name
+    if fd.message_type is not None:
+        target = getattr(msg, name)
+        if fd.is_repeated:
+            for item in value:
+                if fd.message_type.name == "Hand":
+                    target.add().cards.extend(item)
+                else:
+                    fill(target.add(), item)
+        else:
+            fill(target, value)
+        return
+    if fd.enum_type is not None:
+        prefix = _enum_prefix(fd.enum_type.name)
+        value = fd.enum_type.values_by_name[prefix + (value.value if isinstance(value, Enum) else value).upper()].number
+    if fd.is_repeated:
+        getattr(msg, name).extend(value)
+    else:
+        setattr(msg, name, value)
+
+
+# ----------------------------------------------------------------------------- rules
+
+_ENUM_RULES: Final = {
+    "go_scoring", "last_action_go", "exhausted", "shake_bomb_count", "sseul_mode", "gukjin",
+    "three_ppeok", "first_leader",
+}
+
+
+def rules_to_pb(rules: Rules) -> pb.Rules:
+    """Every rule field, set."""
+    out = pb.Rules()
+    for name in FIELDS:
+        value = getattr(rules, name)
+        if name == "last_turn_no_steal":
+            out.last_turn_no_steal.SetInParent()
+            out.last_turn_no_steal.events.extend(
+                [pb.LastTurnEvent.Value("LAST_TURN_EVENT_" + v.upper()) for v in sorted(value)]  # type: ignore[misc]
+            )
+        elif name == "ppeok_payments":
+            out.ppeok_payments.SetInParent()
+            out.ppeok_payments.points.extend(value)
+        elif name in _ENUM_RULES:
+            enum = out.DESCRIPTOR.fields_by_name[name].enum_type
+            assert enum is not None
+            setattr(out, name, enum.values_by_name[_enum_prefix(enum.name) + value.upper()].number)
+        else:
+            setattr(out, name, value)
+    return out
+
+
+def overrides_from_pb(msg: pb.Rules) -> dict[str, Any]:
+    """The fields set in an override message, as engine values (unknown enum values rejected)."""
+    out: dict[str, Any] = {}
+    for fd, value in msg.ListFields():
+        name = fd.name
+        if name == "last_turn_no_steal":
+            events = []
+            for v in value.events:
+                if v == pb.LAST_TURN_EVENT_UNSPECIFIED or v not in pb.LastTurnEvent.values():
+                    raise MalformedAction(f"last_turn_no_steal: unknown event {v}")
+                events.append(pb.LastTurnEvent.Name(v).removeprefix("LAST_TURN_EVENT_").lower())
+            out[name] = frozenset(events)
+        elif name == "ppeok_payments":
+            out[name] = tuple(value.points)
+        elif fd.enum_type is not None:
+            prefix = _enum_prefix(fd.enum_type.name)
+            enum_value = fd.enum_type.values_by_number.get(value)
+            if enum_value is None or enum_value.name.endswith("_UNSPECIFIED"):
+                raise MalformedAction(f"{name}: unknown or unspecified value {value}")
+            out[name] = enum_value.name.removeprefix(prefix).lower()
+        else:
+            out[name] = value
+    return out
+
+
+# ---------------------------------------------------------------------------- actions
+
+_ACTION_FIELDS: Final[dict[type, str]] = {
+    PlayCard: "play_card", Bomb: "bomb", FlipOnly: "flip_only", ChooseCapture: "choose_capture",
+    KeepGukjin: "keep_gukjin", ConvertGukjin: "convert_gukjin", Go: "go", Stop: "stop",
+    JoinRound: "join_round", SitOut: "sit_out", SellGwang: "sell_gwang",
+    DeclineGwangSale: "decline_gwang_sale",
+}
+
+
+def action_to_pb(action: Action) -> pb.Action:
+    out = pb.Action()
+    fill(getattr(out, _ACTION_FIELDS[type(action)]), action)
+    getattr(out, _ACTION_FIELDS[type(action)]).SetInParent()
+    return out
+
+
+def action_from_pb(msg: pb.Action) -> Action:
+    """The engine action of a structured action; ``MalformedAction`` if none is set."""
+    kind = msg.WhichOneof("kind")
+    if kind is None:
+        raise MalformedAction("the action has no kind set")
+    if kind == "play_card":
+        return PlayCard(msg.play_card.card, msg.play_card.shake)
+    if kind == "bomb":
+        return Bomb(msg.bomb.month)
+    if kind == "choose_capture":
+        return ChooseCapture(msg.choose_capture.card)
+    simple: dict[str, Action] = {
+        "flip_only": FlipOnly(), "keep_gukjin": KeepGukjin(), "convert_gukjin": ConvertGukjin(),
+        "go": Go(), "stop": Stop(), "join_round": JoinRound(), "sit_out": SitOut(),
+        "sell_gwang": SellGwang(), "decline_gwang_sale": DeclineGwangSale(),
+    }
+    return simple[kind]
+
+
+def action_label(action: Action) -> str:
+    """A short English label for menus and logs."""
+    if isinstance(action, PlayCard):
+        return f"play {card_code(action.card)}" + (" and shake" if action.shake else "")
+    if isinstance(action, Bomb):
+        return f"bomb month {action.month}"
+    if isinstance(action, ChooseCapture):
+        return f"capture {card_code(action.card)}"
+    return _snake(type(action).__name__).replace("_", " ")
+
+
+# ----------------------------------------------------------------------------- events
+
+def event_to_pb(event: Event) -> pb.Event:
+    out = pb.Event()
+    fill(getattr(out, _snake(type(event).__name__)), event)
+    getattr(out, _snake(type(event).__name__)).SetInParent()
+    return out
+
+
+def settlement_to_pb(settlement: Settlement) -> pb.Settlement:
+    out = pb.Settlement()
+    fill(out, settlement)
+    return out
+
+
+def deal_from_pb(msg: pb.Deal) -> Deal:
+    return Deal(
+        hands=tuple(tuple(h.cards) for h in msg.hands),
+        floor=tuple(msg.floor),
+        stock=tuple(msg.stock),
+        dealer=msg.dealer,
+    )
+
+
+# ------------------------------------------------------------------------------ views
+
+def view_to_pb(view: View, match: Match, game_id: str, version: int) -> pb.GameView:
+    """A seat's (or spectator's) view of a game, with its legal actions and the match totals."""
+    out = pb.GameView(
+        game_id=game_id,
+        viewer=view.viewer,
+        preset=view.rules_name,
+        dealer=view.dealer,
+        to_move=view.to_move,
+        stock_count=view.stock_count,
+        gukjin=view.gukjin,
+        carry=view.carry,
+        version=version,
+    )
+    out.phase = pb.Phase.Value("PHASE_" + view.phase.value.upper())  # type: ignore[assignment]
+    out.floor.extend(view.floor)
+    for stack in view.stacks:
+        fill(out.stacks.add(), stack)
+    for seat in view.seats:
+        fill(out.seats.add(), seat)
+    if view.pending is not None:
+        fill(out.pending, view.pending)
+    for action in view.legal_actions:
+        out.legal_actions.add(id=action_id(action), action=action_to_pb(action), label=action_label(action))
+    for payment in view.payments:
+        fill(out.payments.add(), payment)
+    if view.settlement is not None:
+        fill(out.settlement, view.settlement)
+    m = out.match
+    m.round_no, m.rounds, m.finished = match.round_no, match.rounds, match.finished
+    m.points.extend(match.points)
+    m.money.extend(match.money)
+    m.wins.extend(match.wins)
+    m.losses.extend(match.losses)
+    m.draws.extend(match.draws)
+    return out

@@ -1,0 +1,334 @@
+"""The game service's domain layer: create, read, act, watch and log games.
+
+Stateless by design: each call loads the game's snapshot from the store (or from this
+process's cache of the last committed snapshot, validated by the store's version check),
+applies the engine, and commits the new snapshot, its log entry and the idempotent
+response in one atomic compare-and-set. Nothing here knows about gRPC transport.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from engine import (
+    PRESET_PLAYERS,
+    Action,
+    EngineError,
+    Match,
+    Rules,
+    action_from_id,
+    action_id,
+    match_apply,
+    match_from_bytes,
+    match_to_bytes,
+    new_match,
+    next_round,
+    redact,
+    view,
+)
+from engine.events import Event, RoundSettled
+from engine.serialize import from_data, to_data
+
+from . import convert
+from .auth import Authenticator, Caller, seat_in
+from .config import Config
+from .errors import ServiceError, denied, invalid, not_found, precondition, stale, unauthenticated
+from .metrics import Metrics
+from .pb.gostop.v1 import game_pb2 as pb
+from .store_api import Committed, Conflict, Duplicate, Missing, Store, StoreCorrupt, StoreUnavailable
+
+T = TypeVar("T")
+_GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_REQUEST_ID = 128
+WATCH_POLL_MS = 15000
+
+
+def _check_game_id(game_id: str) -> None:
+    if not _GAME_ID.match(game_id):
+        raise invalid("MALFORMED_GAME_ID", "game_id must be 1-64 characters of A-Z a-z 0-9 _ -")
+
+
+def _entry(version: int, kind: str, seat: int, action: Action | None, request_id: str,
+           events: list[Event], finished: bool) -> bytes:
+    doc = {
+        "v": version, "kind": kind, "seat": seat,
+        "action": action_id(action) if action is not None else None,
+        "rid": request_id, "finished": finished, "events": [to_data(e) for e in events],
+    }
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _read_entry(raw: bytes) -> dict[str, Any]:
+    try:
+        doc = json.loads(raw)
+        doc["events"] = [from_data(e) for e in doc["events"]]
+    except Exception as exc:
+        raise StoreCorrupt(f"cannot decode a log entry: {exc}") from exc
+    return doc  # type: ignore[no-any-return]
+
+
+def _action_kind(action: Action | None) -> str:
+    return convert.action_label(action).split(" ")[0] if action is not None else "next_round"
+
+
+class Games:
+    """Every operation of the API, over a ``Store``."""
+
+    def __init__(self, store: Store, auth: Authenticator, config: Config, metrics: Metrics) -> None:
+        self.store = store
+        self.auth = auth
+        self.config = config
+        self.metrics = metrics
+        self._cache: OrderedDict[str, tuple[int, Match]] = OrderedDict()
+
+    # ------------------------------------------------------------------ store helpers
+
+    async def _timed(self, op: str, call: Awaitable[T]) -> T:
+        start = time.perf_counter()
+        try:
+            return await call
+        except (StoreUnavailable, StoreCorrupt):
+            self.metrics.store_errors.labels(self.store.name, op).inc()
+            raise
+        finally:
+            self.metrics.store_latency.labels(self.store.name, op).observe(time.perf_counter() - start)
+
+    def _remember(self, game_id: str, version: int, match: Match) -> None:
+        if self.config.snapshot_cache <= 0:
+            return
+        self._cache[game_id] = (version, match)
+        self._cache.move_to_end(game_id)
+        while len(self._cache) > self.config.snapshot_cache:
+            self._cache.popitem(last=False)
+
+    async def _load(self, game_id: str, expected: int | None = None) -> tuple[int, Match]:
+        """The game at its latest version; the cached copy when it is at ``expected``."""
+        if expected is not None:
+            hit = self._cache.get(game_id)
+            if hit is not None and hit[0] == expected:
+                return hit
+        snap = await self._timed("load", self.store.load(game_id))
+        if snap is None:
+            self._cache.pop(game_id, None)
+            raise not_found(game_id)
+        try:
+            match = match_from_bytes(snap.blob)
+        except EngineError as exc:
+            raise StoreCorrupt(str(exc)) from exc
+        self._remember(game_id, snap.version, match)
+        return snap.version, match
+
+    def _ttl_ms(self, match: Match) -> int:
+        seconds = self.config.finished_ttl_seconds if match.finished else self.config.game_ttl_seconds
+        return seconds * 1000
+
+    # --------------------------------------------------------------------- operations
+
+    def list_rule_sets(self) -> pb.ListRuleSetsResponse:
+        out = pb.ListRuleSetsResponse()
+        for preset, counts in PRESET_PLAYERS.items():
+            for players in sorted(counts):
+                out.rule_sets.add(preset=preset, players=players, rules=convert.rules_to_pb(
+                    Rules.preset(preset, players=players)))
+        return out
+
+    async def create(self, req: pb.CreateGameRequest, caller: Caller) -> pb.CreateGameResponse:
+        if self.auth.api_keys_required and not caller.api_key:
+            raise unauthenticated("CreateGame needs an API key (x-api-key)")
+        if req.HasField("deal") and not caller.operator:
+            raise denied("OPERATOR_ONLY", "an explicit deal needs an operator key")
+        if not req.preset:
+            raise invalid("MISSING_PRESET", "preset is required", field="preset")
+        overrides = convert.overrides_from_pb(req.overrides) if req.HasField("overrides") else {}
+        players = req.players or overrides.pop("players", None)
+        overrides.pop("players", None)
+        rules = Rules.preset(req.preset, players=players, **overrides)
+        rounds = req.rounds if req.HasField("rounds") else 1
+        if rounds < 0:
+            raise invalid("BAD_ROUNDS", "rounds must be 0 (open-ended) or more", field="rounds")
+        seed = req.seed if req.HasField("seed") else secrets.randbits(64)
+        deal = convert.deal_from_pb(req.deal) if req.HasField("deal") else None
+        match, events = new_match(rules, seed, rounds, deal=deal)
+        entry = _entry(1, "create", -1, None, "", events, match.finished)
+        blob = match_to_bytes(match)
+        for _ in range(5):
+            game_id = secrets.token_urlsafe(12)
+            if await self._timed("create", self.store.create(game_id, blob, entry, self._ttl_ms(match))):
+                break
+        else:  # pragma: no cover - 96-bit ids do not collide
+            raise ServiceError(grpc.StatusCode.INTERNAL, "ID_EXHAUSTED", "could not allocate a game id")
+        self._remember(game_id, 1, match)
+        self.metrics.games_created.labels(rules.name).inc()
+        self._count_round(match, events)
+        out = pb.CreateGameResponse(game_id=game_id, version=1, rules=convert.rules_to_pb(rules))
+        for seat in range(rules.players):
+            out.seats.add(seat=seat, token=self.auth.issue(game_id, seat))
+        out.view.CopyFrom(convert.view_to_pb(view(match.round), match, game_id, 1))
+        return out
+
+    async def get(self, req: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
+        _check_game_id(req.game_id)
+        seat = seat_in(caller, req.game_id)
+        version, match = await self._load(req.game_id)
+        return pb.GetGameResponse(view=self._view(req.game_id, version, match, seat), version=version)
+
+    def _view(self, game_id: str, version: int, match: Match, seat: int | None) -> pb.GameView:
+        return convert.view_to_pb(view(match.round, -1 if seat is None else seat), match, game_id, version)
+
+    def _seat(self, caller: Caller, game_id: str) -> int:
+        _check_game_id(game_id)
+        seat = seat_in(caller, game_id)
+        if seat is None:
+            raise unauthenticated("this call needs a seat token (authorization: Bearer <token>)")
+        return seat
+
+    async def submit(self, req: pb.SubmitActionRequest, caller: Caller) -> pb.SubmitActionResponse:
+        seat = self._seat(caller, req.game_id)
+        which = req.WhichOneof("action")
+        if which == "action_id":
+            action = action_from_id(req.action_id)
+        elif which == "structured":
+            action = convert.action_from_pb(req.structured)
+        else:
+            raise invalid("MISSING_ACTION", "set action_id or structured", field="action")
+        fingerprint = f"act|{seat}|{req.expected_version}|{action_id(action)}"
+
+        def step(match: Match) -> tuple[Match, list[Event]]:
+            return match_apply(match, action, seat)
+
+        response = pb.SubmitActionResponse()
+        await self._commit(req.game_id, seat, req.expected_version, req.request_id, fingerprint, "action",
+                           action, step, response.result)
+        return response
+
+    async def start_next_round(self, req: pb.StartNextRoundRequest, caller: Caller) -> pb.StartNextRoundResponse:
+        seat = self._seat(caller, req.game_id)
+        fingerprint = f"next|{seat}|{req.expected_version}"
+        response = pb.StartNextRoundResponse()
+        await self._commit(req.game_id, seat, req.expected_version, req.request_id, fingerprint, "next_round",
+                           None, next_round, response.result)
+        return response
+
+    async def _commit(
+        self, game_id: str, seat: int, expected: int, request_id: str, fingerprint: str, kind: str,
+        action: Action | None, step: Callable[[Match], tuple[Match, list[Event]]], result: pb.TurnResult,
+    ) -> None:
+        """Apply ``step`` at version ``expected`` and commit it atomically (idempotent by request id)."""
+        if len(request_id) > MAX_REQUEST_ID:
+            raise invalid("REQUEST_ID_TOO_LONG", f"request_id is limited to {MAX_REQUEST_ID} characters")
+        digest = hashlib.sha256(fingerprint.encode()).hexdigest()
+        version, match = await self._load(game_id, expected)
+        if version != expected:
+            if await self._replay(game_id, request_id, digest, result):
+                return
+            self.metrics.conflicts.inc()
+            raise stale(version, expected)
+        if version >= self.config.max_actions_per_game:
+            raise precondition("GAME_TOO_LONG", "this game has reached its action limit")
+        try:
+            new, events = step(match)
+        except EngineError:
+            if await self._replay(game_id, request_id, digest, result):
+                return
+            raise
+        new_version = version + 1
+        result.version = new_version
+        result.events.extend(convert.event_to_pb(redact(e, seat)) for e in events)
+        result.view.CopyFrom(self._view(game_id, new_version, new, seat))
+        for e in events:
+            if isinstance(e, RoundSettled):
+                result.settlement.CopyFrom(convert.settlement_to_pb(e.settlement))
+        entry = _entry(new_version, kind, seat, action, request_id, events, new.finished)
+        outcome = await self._timed("commit", self.store.commit(
+            game_id, expected, match_to_bytes(new), entry, self._ttl_ms(new), request_id, digest,
+            pb.SubmitActionResponse(result=result).SerializeToString() if request_id else b"",
+        ))
+        if isinstance(outcome, Committed):
+            self._remember(game_id, new_version, new)
+            self.metrics.actions.labels(_action_kind(action)).inc()
+            self._count_round(new, events)
+            return
+        self._cache.pop(game_id, None)
+        if isinstance(outcome, Duplicate):
+            self._answer_duplicate(outcome, digest, result)
+            return
+        if isinstance(outcome, Conflict):
+            self.metrics.conflicts.inc()
+            raise stale(outcome.current_version, expected)
+        assert isinstance(outcome, Missing)
+        raise not_found(game_id)
+
+    async def _replay(self, game_id: str, request_id: str, digest: str, result: pb.TurnResult) -> bool:
+        """If ``request_id`` was committed before, fill ``result`` with its stored response."""
+        if not request_id:
+            return False
+        dup = await self._timed("lookup", self.store.lookup_request(game_id, request_id))
+        if dup is None:
+            return False
+        self._answer_duplicate(dup, digest, result)
+        return True
+
+    def _answer_duplicate(self, dup: Duplicate, digest: str, result: pb.TurnResult) -> None:
+        if dup.fingerprint != digest:
+            raise invalid("REQUEST_ID_REUSED", "this request_id was used for a different request")
+        stored = pb.SubmitActionResponse.FromString(dup.response)
+        result.CopyFrom(stored.result)
+        self.metrics.idempotent_replays.inc()
+
+    def _count_round(self, match: Match, events: list[Event]) -> None:
+        for e in events:
+            if isinstance(e, RoundSettled):
+                self.metrics.rounds_finished.labels(match.rules.name, e.settlement.outcome).inc()
+
+    async def watch(self, req: pb.WatchGameRequest, caller: Caller) -> AsyncIterator[pb.WatchGameResponse]:
+        _check_game_id(req.game_id)
+        seat = seat_in(caller, req.game_id)
+        viewer = -1 if seat is None else seat
+        if req.after_version < 0:
+            raise invalid("BAD_VERSION", "after_version must not be negative")
+        await self._load(req.game_id)
+        after = req.after_version
+        while True:
+            entries = await self._timed("watch", self.store.wait_log(req.game_id, after, WATCH_POLL_MS))
+            if not entries:
+                if await self._timed("load", self.store.load(req.game_id)) is None:
+                    raise not_found(req.game_id)
+                continue
+            for item in entries:
+                doc = _read_entry(item.entry)
+                for e in doc["events"]:
+                    yield pb.WatchGameResponse(version=item.version, event=convert.event_to_pb(redact(e, viewer)))
+                after = item.version
+                if doc["finished"]:
+                    return
+
+    async def log(self, req: pb.GetGameLogRequest, caller: Caller) -> pb.GetGameLogResponse:
+        _check_game_id(req.game_id)
+        seat = seat_in(caller, req.game_id)
+        version, match = await self._load(req.game_id)
+        if not caller.operator and not (seat is not None and match.finished):
+            raise denied("LOG_NOT_AVAILABLE", "the full log is for operators, or for the seats once the match is over")
+        out = pb.GetGameLogResponse(rules=convert.rules_to_pb(match.rules), seed=match.seed)
+        after = 0
+        while after < version:
+            batch = await self._timed("read_log", self.store.read_log(req.game_id, after))
+            if not batch:
+                break
+            for item in batch:
+                doc = _read_entry(item.entry)
+                entry = out.entries.add(version=item.version, seat=doc["seat"], request_id=doc["rid"])
+                if doc["action"] is not None:
+                    entry.action.CopyFrom(convert.action_to_pb(action_from_id(doc["action"])))
+                entry.events.extend(convert.event_to_pb(e) for e in doc["events"])
+                after = item.version
+        return out
+

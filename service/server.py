@@ -1,0 +1,239 @@
+"""The gRPC server: a thin servicer over ``Games``, one interceptor for errors, metrics
+and logs, health checking, reflection, TLS, and graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import signal
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
+
+from .auth import Authenticator
+from .config import Config
+from .errors import classify, to_status
+from .games import Games
+from .metrics import Metrics
+from .pb.gostop.v1 import game_pb2 as pb
+from .pb.gostop.v1 import game_pb2_grpc as pb_grpc
+from .stores import open_store
+
+log = structlog.get_logger("gostop")
+SERVICE = "gostop.v1.GameService"
+
+
+class ObservingInterceptor(grpc.aio.ServerInterceptor):
+    """The one place where every call is timed, counted, logged and its errors mapped."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None:
+            return handler
+        method: str = details.method
+        service, _, name = method.lstrip("/").rpartition("/")
+        if service != SERVICE:
+            return handler
+        m = self.metrics
+
+        def finish(kind: str, started: float, code: grpc.StatusCode, context: Any) -> None:
+            elapsed = time.perf_counter() - started
+            m.handled.labels(kind, service, name, code.name).inc()
+            m.handling.labels(kind, service, name).observe(elapsed)
+            level = "info" if code is grpc.StatusCode.OK else "warning"
+            getattr(log, level)(
+                "rpc", rpc=name, code=code.name, duration_ms=round(elapsed * 1000, 3),
+                **structlog.contextvars.get_contextvars(),
+            )
+
+        async def fail(kind: str, started: float, exc: BaseException, context: grpc.aio.ServicerContext) -> None:
+            err = classify(exc)
+            if err.code is grpc.StatusCode.INTERNAL:
+                log.error("internal error", rpc=name, exc_info=exc)
+            structlog.contextvars.bind_contextvars(reason=err.reason)
+            finish(kind, started, err.code, context)
+            status = to_status(err)
+            await context.abort(status.code, status.details, status.trailing_metadata)
+
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                structlog.contextvars.clear_contextvars()
+                m.started.labels("unary", service, name).inc()
+                started = time.perf_counter()
+                try:
+                    response = await inner(request, context)
+                except asyncio.CancelledError:
+                    finish("unary", started, grpc.StatusCode.CANCELLED, context)
+                    raise
+                except Exception as exc:
+                    await fail("unary", started, exc, context)
+                finish("unary", started, grpc.StatusCode.OK, context)
+                return response
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            inner_stream = handler.unary_stream
+
+            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                structlog.contextvars.clear_contextvars()
+                m.started.labels("server_stream", service, name).inc()
+                started = time.perf_counter()
+                try:
+                    async for item in inner_stream(request, context):
+                        m.stream_sent.labels("server_stream", service, name).inc()
+                        yield item
+                except asyncio.CancelledError:
+                    finish("server_stream", started, grpc.StatusCode.CANCELLED, context)
+                    raise
+                except Exception as exc:
+                    await fail("server_stream", started, exc, context)
+                finish("server_stream", started, grpc.StatusCode.OK, context)
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+
+class GameServicer(pb_grpc.GameServiceServicer):
+    """Transport only: identify the caller, bind log context, call ``Games``."""
+
+    def __init__(self, games: Games) -> None:
+        self.games = games
+
+    def _caller(self, context: grpc.aio.ServicerContext, **bind: Any) -> Any:
+        structlog.contextvars.bind_contextvars(**{k: v for k, v in bind.items() if v not in ("", None)})
+        caller = self.games.auth.caller(tuple(context.invocation_metadata() or ()))
+        if caller.seat is not None:
+            structlog.contextvars.bind_contextvars(seat=caller.seat)
+        return caller
+
+    async def ListRuleSets(self, request: pb.ListRuleSetsRequest, context: grpc.aio.ServicerContext
+                           ) -> pb.ListRuleSetsResponse:
+        return self.games.list_rule_sets()
+
+    async def CreateGame(self, request: pb.CreateGameRequest, context: grpc.aio.ServicerContext
+                         ) -> pb.CreateGameResponse:
+        response = await self.games.create(request, self._caller(context, preset=request.preset))
+        structlog.contextvars.bind_contextvars(game_id=response.game_id)
+        return response
+
+    async def GetGame(self, request: pb.GetGameRequest, context: grpc.aio.ServicerContext) -> pb.GetGameResponse:
+        return await self.games.get(request, self._caller(context, game_id=request.game_id))
+
+    async def SubmitAction(self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext
+                           ) -> pb.SubmitActionResponse:
+        caller = self._caller(context, game_id=request.game_id, request_id=request.request_id)
+        return await self.games.submit(request, caller)
+
+    async def StartNextRound(self, request: pb.StartNextRoundRequest, context: grpc.aio.ServicerContext
+                             ) -> pb.StartNextRoundResponse:
+        caller = self._caller(context, game_id=request.game_id, request_id=request.request_id)
+        return await self.games.start_next_round(request, caller)
+
+    async def WatchGame(self, request: pb.WatchGameRequest, context: grpc.aio.ServicerContext
+                        ) -> AsyncIterator[pb.WatchGameResponse]:
+        caller = self._caller(context, game_id=request.game_id)
+        async for item in self.games.watch(request, caller):
+            yield item
+
+    async def GetGameLog(self, request: pb.GetGameLogRequest, context: grpc.aio.ServicerContext
+                         ) -> pb.GetGameLogResponse:
+        return await self.games.log(request, self._caller(context, game_id=request.game_id))
+
+
+class Server:
+    """A running gostop server (gRPC port, metrics port, store)."""
+
+    def __init__(self, config: Config, metrics: Metrics | None = None) -> None:
+        self.config = config
+        self.metrics = metrics or Metrics()
+        self.store = open_store(config.redis_url or None)
+        secret = config.token_secret.encode() if config.token_secret else secrets.token_bytes(32)
+        self.ephemeral_secret = not config.token_secret
+        auth = Authenticator(secret, config.keys("api_keys"), config.keys("operator_keys"))
+        self.games = Games(self.store, auth, config, self.metrics)
+        options = [
+            ("grpc.max_receive_message_length", config.max_message_bytes),
+            ("grpc.max_send_message_length", config.max_message_bytes),
+            ("grpc.so_reuseport", 1),
+        ]
+        self.grpc = grpc.aio.server(interceptors=[ObservingInterceptor(self.metrics)], options=options)
+        pb_grpc.add_GameServiceServicer_to_server(GameServicer(self.games), self.grpc)
+        self.health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
+        names = (pb.DESCRIPTOR.services_by_name["GameService"].full_name, health.SERVICE_NAME,
+                 reflection.SERVICE_NAME)
+        reflection.enable_server_reflection(names, self.grpc)
+        if config.tls_cert:
+            with open(config.tls_cert, "rb") as cert, open(config.tls_key, "rb") as key:
+                creds = grpc.ssl_server_credentials([(key.read(), cert.read())])
+            self.port = self.grpc.add_secure_port(config.listen, creds)
+        else:
+            self.port = self.grpc.add_insecure_port(config.listen)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {config.listen}")
+        self.metrics_port = 0
+
+    async def start(self) -> None:
+        await self.grpc.start()
+        if self.config.metrics_port:
+            server, _ = start_http_server(self.config.metrics_port, self.config.metrics_host,
+                                          registry=self.metrics.registry)
+            self.metrics_port = server.server_port
+            self._metrics_server = server
+        for name in ("", pb.DESCRIPTOR.services_by_name["GameService"].full_name):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        log.info(
+            "serving", listen=self.config.listen, port=self.port, store=self.store.name,
+            store_note="embedded in-process memory store (no Redis URL set)" if self.store.name == "memory" else "",
+            tls=bool(self.config.tls_cert), metrics_port=self.metrics_port,
+            ephemeral_token_secret=self.ephemeral_secret,
+        )
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Graceful stop: NOT_SERVING, drain in-flight calls for ``grace`` seconds, close the store."""
+        grace = self.config.drain_seconds if grace is None else grace
+        await self.health.enter_graceful_shutdown()
+        log.info("draining", grace_seconds=grace)
+        await self.grpc.stop(grace)
+        with contextlib.suppress(Exception):
+            await self.store.close()
+        server = getattr(self, "_metrics_server", None)
+        if server is not None:
+            server.shutdown()
+        log.info("stopped")
+
+    async def serve_forever(self) -> None:
+        """Run until SIGTERM or SIGINT, then stop gracefully."""
+        await self.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        waiter = asyncio.ensure_future(self.grpc.wait_for_termination())
+        stopper = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        await self.stop()
+        waiter.cancel()
+        stopper.cancel()

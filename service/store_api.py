@@ -1,0 +1,131 @@
+"""The storage contract of the game service.
+
+A game is a snapshot (the serialized engine ``Match``) at a version, a log of committed
+entries (one per version, each holding the unredacted events of that step), and the
+stored responses of idempotent requests. Every commit is atomic: the version check,
+the new snapshot, the log entry and the idempotent response are written together or
+not at all. Two implementations honour this contract: an in-process memory store (the
+embedded default) and Redis (standalone, Sentinel or Cluster), where all keys of one
+game share a Cluster hash slot through the ``{game_id}`` tag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be reached (connection refused, timeout, failover in progress)."""
+
+
+class StoreCorrupt(Exception):
+    """Stored data for a game cannot be decoded."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A game's latest committed state."""
+
+    version: int
+    blob: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One committed step: ``version`` and the opaque entry bytes written with it."""
+
+    version: int
+    entry: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """The commit was applied; the game is now at ``version``."""
+
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """The game is not at the expected version; nothing was written."""
+
+    current_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """The request id was already committed; nothing was written.
+
+    ``fingerprint`` is the one stored with the first request (compare it to tell a
+    retry from a different request reusing the id) and ``response`` its stored response.
+    """
+
+    fingerprint: str
+    response: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Missing:
+    """No such game (never created, or expired)."""
+
+
+CommitResult = Committed | Conflict | Duplicate | Missing
+
+
+class Store(Protocol):
+    """Atomic storage of games. Every method raises ``StoreUnavailable`` when the backend
+    cannot be reached, never a backend-specific exception."""
+
+    name: str
+    """``memory`` or ``redis``: shown in logs and metrics."""
+
+    async def create(self, game_id: str, blob: bytes, entry: bytes, ttl_ms: int) -> bool:
+        """Create a game at version 1 with its first log entry; False if the id exists."""
+        ...
+
+    async def load(self, game_id: str) -> Snapshot | None:
+        """The latest snapshot, or None for an unknown or expired game."""
+        ...
+
+    async def commit(
+        self,
+        game_id: str,
+        expected_version: int,
+        blob: bytes,
+        entry: bytes,
+        ttl_ms: int,
+        request_id: str = "",
+        fingerprint: str = "",
+        response: bytes = b"",
+    ) -> CommitResult:
+        """Atomically: if ``request_id`` is non-empty and already stored, return
+        ``Duplicate``; if the game is missing, ``Missing``; if it is not at
+        ``expected_version``, ``Conflict``; otherwise write the snapshot at
+        ``expected_version + 1``, append ``entry`` to the log under that version, store
+        (fingerprint, response) under ``request_id`` when given, set every key of the game
+        to expire in ``ttl_ms``, and return ``Committed``."""
+        ...
+
+    async def lookup_request(self, game_id: str, request_id: str) -> Duplicate | None:
+        """The stored fingerprint and response of a request id, if any."""
+        ...
+
+    async def read_log(self, game_id: str, after_version: int, limit: int = 1000) -> list[LogEntry]:
+        """Log entries with version > ``after_version``, ascending, at most ``limit``."""
+        ...
+
+    async def wait_log(
+        self, game_id: str, after_version: int, timeout_ms: int, limit: int = 1000
+    ) -> list[LogEntry]:
+        """Like ``read_log`` but waits up to ``timeout_ms`` for at least one entry;
+        returns [] on timeout."""
+        ...
+
+    async def ping(self) -> None:
+        """Raise ``StoreUnavailable`` unless the backend answers."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...
