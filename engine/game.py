@@ -6,8 +6,9 @@ only randomness is the round's seed, fed to the engine's own generator at the de
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from .actions import (
     Action,
@@ -117,7 +118,7 @@ def new_round(
         else:
             hands, floor, stock = _deal_cards(rules, dealer, rng.shuffled(deck(rules.bonus_cards)))
         w = _W.fresh(rules, seed, dealer, hands, floor, stock, carry)
-        w.events.append(Dealt(dealer, tuple(s.hand for s in w.seats), tuple(floor), len(stock), carry))
+        w.emit(Dealt, dealer, tuple(s.hand for s in w.seats), tuple(floor), len(stock), carry)
         _resolve_bonuses(w, hands_too=rules.players != 4)
         why = _redeal_reason(w)
         if why is None:
@@ -125,8 +126,9 @@ def new_round(
         redeals.append(Redealt(*why))
     else:  # pragma: no cover - probability far below 1e-100
         raise InvalidDeal("no playable deal after many reshuffles")
+    on_floor = _month_counts(w.floor)
     for m in range(1, 13):
-        if sum(1 for c in w.floor if MONTH[c] == m) == 3:
+        if on_floor[m] == 3:
             w.stacks[m] = START_STACK
     w.events[:0] = redeals
     _report_scores(w, [_EMPTY_SCORE] * rules.players)
@@ -204,7 +206,7 @@ def _resolve_bonuses(w: _W, hands_too: bool, seats: Sequence[int] | None = None)
                         again = again or is_bonus(rep)
                     w.upd(seat, hand=tuple(sorted(hand)))
                     w.take(seat, (b,))
-                    w.events.append(BonusCaptured(seat, b, "hand", rep))
+                    w.emit(BonusCaptured, seat, b, "hand", rep)
         for b in [c for c in w.floor if is_bonus(c)]:
             w.floor.remove(b)
             rep = w.stock.pop(0) if w.stock else -1
@@ -212,12 +214,20 @@ def _resolve_bonuses(w: _W, hands_too: bool, seats: Sequence[int] | None = None)
                 w.floor.append(rep)
                 again = again or is_bonus(rep)
             w.take(w.dealer, (b,))
-            w.events.append(BonusCaptured(w.dealer, b, "floor", rep))
+            w.emit(BonusCaptured, w.dealer, b, "floor", rep)
+
+
+def _month_counts(cards: Sequence[int]) -> list[int]:
+    counts = [0] * 13
+    for c in cards:
+        counts[MONTH[c]] += 1
+    return counts
 
 
 def _redeal_reason(w: _W) -> tuple[str, int] | None:
+    on_floor = _month_counts(w.floor)
     for m in range(1, 13):
-        if sum(1 for c in w.floor if MONTH[c] == m) == 4:
+        if on_floor[m] == 4:
             return ("floor_four", m)
     if not w.rules.chongtong:
         for s in w.seats:
@@ -228,9 +238,7 @@ def _redeal_reason(w: _W) -> tuple[str, int] | None:
 
 
 def _four_of_a_month(hand: Sequence[int]) -> int:
-    counts = [0] * 13
-    for c in hand:
-        counts[MONTH[c]] += 1
+    counts = _month_counts(hand)
     for m in range(1, 13):
         if counts[m] == 4:
             return m
@@ -244,7 +252,7 @@ def _chongtong(w: _W) -> bool:
     for seat in w.order():
         if _four_of_a_month(w.seats[seat].hand):
             points = w.rules.chongtong_points
-            w.events.append(InstantWin(seat, "chongtong", points))
+            w.emit(InstantWin, seat, "chongtong", points)
             _finish(w, _settle(w, seat, "instant_win", "chongtong", fixed=points))
             return True
     return False
@@ -402,9 +410,15 @@ def apply(state: State, action: Action, seat: int | None = None) -> tuple[State,
 
 
 def apply_unchecked(state: State, action: Action) -> tuple[State, list[Event]]:
-    """``apply`` for an action already known to be legal (search and playouts)."""
+    """``apply`` for an action already known to be legal."""
     w = _W.of(state)
-    phase = state.phase
+    _step(w, action)
+    return w.freeze(state.steps + 1), w.events
+
+
+def _step(w: _W, action: Action) -> None:
+    """Advance the working copy by one legal action."""
+    phase = w.phase
     if phase is Phase.PLAY:
         if isinstance(action, PlayCard):
             _play(w, action.card, action.shake)
@@ -429,20 +443,21 @@ def apply_unchecked(state: State, action: Action) -> tuple[State, list[Event]]:
         convert = isinstance(action, ConvertGukjin)
         final = convert or w.rules.gukjin == "on_capture"
         w.gukjin = "converted" if convert else ("kept" if final else "open")
-        w.events.append(GukjinDecided(w.to_move, convert, final))
+        w._scores.clear()
+        w.emit(GukjinDecided, w.to_move, convert, final)
         _finish_turn(w, _Turn.thaw(w.turn))
     elif phase is Phase.GO_STOP:
         if isinstance(action, Go):
             _go(w)
         else:
             base = w.score(w.to_move).total
-            w.events.append(Stopped(w.to_move, base, False))
+            w.emit(Stopped, w.to_move, base, False)
             _finish(w, _settle(w, w.to_move, "stop", "stop"))
     elif phase is Phase.SIT_OUT:
         if isinstance(action, SitOut):
             _sit_out(w, w.to_move, forced=False)
         else:
-            w.events.append(JoinedRound(w.to_move))
+            w.emit(JoinedRound, w.to_move)
             nxt = (w.to_move + 1) % 4
             if nxt == (w.dealer + 3) % 4:
                 _sit_out(w, nxt, forced=True)
@@ -452,7 +467,52 @@ def apply_unchecked(state: State, action: Action) -> tuple[State, list[Event]]:
         if isinstance(action, SellGwang):
             _sell_gwang(w, w.to_move)
         _begin_play(w)
-    return w.freeze(state.steps + 1), w.events
+
+
+
+
+class Playout:
+    """A round played in place for search and simulation: the fast path of bots.
+
+    No events are built and no frozen copy is made per step; the rules applied are
+    exactly those of ``apply`` (the same step functions). ``state()`` freezes the
+    current position at any time.
+
+    >>> from engine import Rules, new_round
+    >>> p = Playout(new_round(Rules.preset("standard"), seed=3)[0])
+    >>> while not p.over:
+    ...     p.apply(p.legal_actions()[0])
+    >>> p.state().settlement is not None
+    True
+    """
+
+    __slots__ = ("_steps", "_w")
+
+    def __init__(self, state: State) -> None:
+        self._w = _W.of(state)
+        self._w.quiet = True
+        self._steps = state.steps
+
+    @property
+    def over(self) -> bool:
+        return self._w.phase is Phase.OVER
+
+    @property
+    def to_move(self) -> int:
+        return self._w.to_move
+
+    def legal_actions(self) -> list[Action]:
+        """``legal_actions`` of the current position."""
+        return legal_actions(self._w)  # type: ignore[arg-type]
+
+    def apply(self, action: Action) -> None:
+        """Apply an action known to be legal (from ``legal_actions``)."""
+        _step(self._w, action)
+        self._steps += 1
+
+    def state(self) -> State:
+        """The current position as a frozen state."""
+        return self._w.freeze(self._steps)
 
 
 # -------------------------------------------------------------------- 4 players
@@ -465,7 +525,7 @@ def sellable(hand: Sequence[int]) -> tuple[int, ...]:
 
 def _sit_out(w: _W, seat: int, forced: bool) -> None:
     w.upd(seat, active=False)
-    w.events.append(SatOut(seat, forced))
+    w.emit(SatOut, seat, forced)
     if forced and sellable(w.seats[seat].hand):
         w.phase, w.to_move = Phase.GWANG_SALE, seat
     else:
@@ -475,7 +535,7 @@ def _sit_out(w: _W, seat: int, forced: bool) -> None:
 def _sell_gwang(w: _W, seat: int) -> None:
     cards = sellable(w.seats[seat].hand)
     price = w.rules.gwang_sale_price
-    w.events.append(GwangSold(seat, cards, price))
+    w.emit(GwangSold, seat, cards, price)
     for payer in w.order():
         w.pay(Payment(payer, seat, price * len(cards), "gwang_sale"))
 
@@ -493,8 +553,8 @@ def _begin_play(w: _W) -> None:
 
 def _start_turn(w: _W, kind: str, hand_after: int, flips_after: int, card: int = -1, month: int = 0) -> _Turn:
     seat = w.to_move
-    before = w.score(seat)
-    w.upd(seat, turns=w.seats[seat].turns + 1)
+    before = _EMPTY_SCORE if w.quiet else w.score(seat)
+    w.mut(seat).turns += 1
     return _Turn(seat, kind, card, month, hand_after == 0 and flips_after == 0, before)
 
 
@@ -503,20 +563,22 @@ def _play(w: _W, card: int, shake: bool) -> None:
     s = w.seats[seat]
     m = MONTH[card]
     ctx = _start_turn(w, "play", len(s.hand) - 1, s.spare_flips, card=card, month=m)
-    hand = tuple(c for c in s.hand if c != card)
-    revealed = tuple(c for c in s.revealed if c != card)
+    me = w.mut(seat)
+    hand = me.hand
     if shake:
-        shown = tuple(sorted(c for c in s.hand if MONTH[c] == m))
-        revealed += tuple(c for c in shown if c != card)
-        w.upd(seat, shakes=s.shakes + (m,))
-        w.events.append(Shaken(seat, m, shown))
-    w.upd(seat, hand=hand, revealed=revealed)
-    w.events.append(CardPlayed(seat, card, shake))
+        shown = tuple(sorted(c for c in hand if MONTH[c] == m))
+        me.revealed += tuple(c for c in shown if c != card)
+        me.shakes += (m,)
+        w.emit(Shaken, seat, m, shown)
+    if card in me.revealed:
+        me.revealed = tuple(c for c in me.revealed if c != card)
+    me.hand = tuple(c for c in hand if c != card)
+    w.emit(CardPlayed, seat, card, shake)
     matches = [c for c in w.floor if MONTH[c] == m]
     n = len(matches)
     if n == 0:
         w.floor.append(card)
-        w.events.append(CardLaid(seat, card))
+        w.emit(CardLaid, seat, card)
         _after_play(w, ctx)
     elif n == 1:
         w.floor.remove(matches[0])
@@ -549,7 +611,7 @@ def _bomb(w: _W, month: int) -> None:
         bombs=s.bombs + (month,),
         spare_flips=spare,
     )
-    w.events.append(Bombed(seat, month, cards, spare))
+    w.emit(Bombed, seat, month, cards, spare)
     w.floor.remove(target)
     w.capture(ctx, (*cards, target))
     ctx.steals += ("bomb",)
@@ -561,7 +623,7 @@ def _flip_only(w: _W) -> None:
     left = w.seats[seat].spare_flips - 1
     ctx = _start_turn(w, "flip", len(w.seats[seat].hand), left)
     w.upd(seat, spare_flips=left)
-    w.events.append(FlipOnlyUsed(seat, left))
+    w.emit(FlipOnlyUsed, seat, left)
     _after_play(w, ctx)
 
 
@@ -571,7 +633,7 @@ def _take_stack(w: _W, ctx: _Turn, month: int) -> None:
     w.stacks[month] = NO_STACK
     if maker >= 0:
         own = maker == ctx.seat
-        w.events.append(PpeokRecaptured(ctx.seat, month, maker, own))
+        w.emit(PpeokRecaptured, ctx.seat, month, maker, own)
         ctx.steals += ("jappeok", "jappeok") if own else ("ppeok",)
 
 
@@ -581,10 +643,10 @@ def _after_play(w: _W, ctx: _Turn) -> None:
     flipped = -1
     while w.stock:
         c = w.stock.pop(0)
-        w.events.append(CardFlipped(seat, c))
+        w.emit(CardFlipped, seat, c)
         if is_bonus(c):
             w.capture(ctx, (c,), event=False)
-            w.events.append(BonusCaptured(seat, c, "flip", -1))
+            w.emit(BonusCaptured, seat, c, "flip", -1)
             continue
         flipped = c
         break
@@ -602,7 +664,7 @@ def _after_play(w: _W, ctx: _Turn) -> None:
             w.floor.remove(ctx.card)
             w.capture(ctx, (flipped, ctx.card))
             steals = not (ctx.last and "jjok" in r.last_turn_no_steal)
-            w.events.append(Jjok(seat, m, steals))
+            w.emit(Jjok, seat, m, steals)
             if steals:
                 ctx.steals += ("jjok",)
         elif ctx.matched == 1:  # 뻑
@@ -616,7 +678,7 @@ def _after_play(w: _W, ctx: _Turn) -> None:
                 s = w.seats[seat]
                 made = s.ppeok_turns + (s.turns,)
                 w.upd(seat, ppeok_turns=made)
-                w.events.append(PpeokFormed(seat, m, stack, len(made)))
+                w.emit(PpeokFormed, seat, m, stack, len(made))
                 ctx.held, ctx.ppeok = (), True
         else:  # 따닥
             other = next(c for c in w.floor if MONTH[c] == m)
@@ -624,7 +686,7 @@ def _after_play(w: _W, ctx: _Turn) -> None:
             w.capture(ctx, (*ctx.held, other, flipped))
             ctx.held = ()
             steals = not (ctx.last and "ttadak" in r.last_turn_no_steal)
-            w.events.append(Ttadak(seat, m, steals))
+            w.emit(Ttadak, seat, m, steals)
             ctx.ttadak = True
             if steals:
                 ctx.steals += ("ttadak",)
@@ -637,7 +699,7 @@ def _after_play(w: _W, ctx: _Turn) -> None:
     n = len(matches)
     if n == 0:
         w.floor.append(flipped)
-        w.events.append(CardLaid(seat, flipped))
+        w.emit(CardLaid, seat, flipped)
     elif n == 1:
         w.floor.remove(matches[0])
         w.capture(ctx, (flipped, matches[0]))
@@ -661,10 +723,10 @@ def _settle_turn(w: _W, ctx: _Turn) -> None:
     if not w.floor and any(not is_bonus(c) for c in ctx.taken):
         if r.sseul_mode == "point":
             w.upd(seat, sseul=w.seats[seat].sseul + 1)
-            w.events.append(Sseul(seat, False, 1))
+            w.emit(Sseul, seat, False, 1)
         else:
             steals = not (ctx.last and "sseul" in r.last_turn_no_steal)
-            w.events.append(Sseul(seat, steals, 0))
+            w.emit(Sseul, seat, steals, 0)
             if steals:
                 ctx.steals += ("sseul",)
     if ctx.steals:
@@ -714,7 +776,7 @@ def _steal(w: _W, seat: int, victim: int, reasons: tuple[str, ...]) -> None:
     w.upd(victim, captured=tuple(pile))
     if taken:
         w.upd(seat, captured=w.seats[seat].captured + tuple(taken))
-    w.events.append(PiStolen(seat, victim, tuple(taken), len(reasons), reasons))
+    w.emit(PiStolen, seat, victim, tuple(taken), len(reasons), reasons)
     _report_score(w, victim, before)
 
 
@@ -729,22 +791,22 @@ def _finish_turn(w: _W, ctx: _Turn) -> None:
     s = w.seats[seat]
     if ctx.ppeok and len(s.ppeok_turns) == 3 and r.three_ppeok != "none":
         if r.three_ppeok == "win":
-            w.events.append(InstantWin(seat, "three_ppeok", r.three_ppeok_points))
+            w.emit(InstantWin, seat, "three_ppeok", r.three_ppeok_points)
             _finish(w, _settle(w, seat, "instant_win", "three_ppeok", fixed=r.three_ppeok_points))
         else:
-            w.events.append(InstantLoss(seat, "three_ppeok"))
+            w.emit(InstantLoss, seat, "three_ppeok")
             others = [o for o in w.order() if o != seat]
             winner = max(others, key=lambda o: _final_score(w, o))
             _finish(w, _settle(w, winner, "instant_loss", "three_ppeok", minimum=r.go_threshold))
         return
     if r.heodang and s.dry_turns >= r.heodang_turns:
-        w.events.append(InstantWin(seat, "heodang", r.heodang_points))
+        w.emit(InstantWin, seat, "heodang", r.heodang_points)
         _finish(w, _settle(w, seat, "instant_win", "heodang", fixed=r.heodang_points))
         return
     base = w.score(seat).total
     if base >= r.go_threshold and (s.gos == 0 or base > s.last_go_base):
         if not w.has_turn_left(seat) and r.last_action_go == "auto_stop":
-            w.events.append(Stopped(seat, base, True))
+            w.emit(Stopped, seat, base, True)
             _finish(w, _settle(w, seat, "stop", "stop"))
             return
         w.phase, w.to_move = Phase.GO_STOP, seat
@@ -763,11 +825,11 @@ def _go(w: _W) -> None:
     base = w.score(seat).total
     w.go_seq += 1
     w.upd(seat, gos=gos, last_go_base=base, last_go_order=w.go_seq)
-    w.events.append(WentGo(seat, gos, base))
+    w.emit(WentGo, seat, gos, base)
     if w.rules.last_action_go == "allowed" and not any(
         w.has_turn_left(o) for o in w.order() if o != seat
     ):
-        w.events.append(Stopped(seat, base, True))
+        w.emit(Stopped, seat, base, True)
         _finish(w, _settle(w, seat, "stop", "last_go"))
         return
     _advance(w, seat)
@@ -796,10 +858,10 @@ def _exhausted(w: _W) -> None:
             if len(best) == 1:
                 _finish(w, _settle(w, best[0], "best_score", "cards_exhausted"))
                 return
-            w.events.append(Nagari("tied_scores"))
+            w.emit(Nagari, "tied_scores")
             _finish(w, _settle(w, -1, "nagari", "tied_scores"))
             return
-    w.events.append(Nagari("cards_exhausted"))
+    w.emit(Nagari, "cards_exhausted")
     _finish(w, _settle(w, -1, "nagari", "cards_exhausted"))
 
 
@@ -810,9 +872,11 @@ def _report_scores(w: _W, before: Sequence[Score]) -> None:
 
 def _report_score(w: _W, seat: int, before: Score) -> None:
     """A ``ScoreChanged`` event if ``seat``'s score differs from ``before``."""
+    if w.quiet:
+        return
     now = w.score(seat)
     if now != before:
-        w.events.append(ScoreChanged(seat, now, now.total))
+        w.emit(ScoreChanged, seat, now, now.total)
 
 
 # -------------------------------------------------------------------- settlement
@@ -906,7 +970,7 @@ def _settle(
 def _finish(w: _W, settlement: Settlement) -> None:
     w.settlement = settlement
     w.phase, w.to_move, w.turn = Phase.OVER, -1, None
-    w.events.append(RoundSettled(settlement))
+    w.emit(RoundSettled, settlement)
 
 
 # ------------------------------------------------------------------ working copy
@@ -989,6 +1053,7 @@ class _W:
     """A mutable working copy of a state for the duration of one step."""
 
     __slots__ = (
+        "_order",
         "_scores",
         "carry",
         "dealer",
@@ -998,6 +1063,7 @@ class _W:
         "gukjin",
         "payments",
         "phase",
+        "quiet",
         "rules",
         "seats",
         "seed",
@@ -1025,7 +1091,14 @@ class _W:
 
     def __init__(self) -> None:
         self.events: list[Event] = []
+        self.quiet = False
         self._scores: dict[int, Score] = {}
+        self._order: tuple[int, ...] | None = None
+
+    def emit(self, kind: Callable[..., Event], *args: Any) -> None:
+        """Record an event (not even built when the copy is ``quiet``: playouts)."""
+        if not self.quiet:
+            self.events.append(kind(*args))
 
     @classmethod
     def of(cls, s: State) -> _W:
@@ -1065,20 +1138,33 @@ class _W:
             s = self.seats[seat] = _Seat(s)
         for name, value in changes.items():
             setattr(s, name, value)
-        self._scores.pop(seat, None)
+        if "captured" in changes or "sseul" in changes:
+            self._scores.pop(seat, None)
+        if "active" in changes:
+            self._order = None
+
+    def mut(self, seat: int) -> _Seat:
+        """The seat as a mutable record (callers changing ``captured`` use ``take``)."""
+        s = self.seats[seat]
+        if isinstance(s, _Seat):
+            return s
+        m = self.seats[seat] = _Seat(s)
+        return m
 
     def take(self, seat: int, cards: tuple[int, ...]) -> None:
-        self.upd(seat, captured=self.seats[seat].captured + cards)
+        m = self.mut(seat)
+        m.captured += cards
+        self._scores.pop(seat, None)
 
     def capture(self, ctx: _Turn, cards: tuple[int, ...], event: bool = True) -> None:
         self.take(ctx.seat, cards)
         if event:
-            self.events.append(Captured(ctx.seat, cards))
+            self.emit(Captured, ctx.seat, cards)
         ctx.taken += cards
 
     def pay(self, payment: Payment) -> None:
         self.payments.append(payment)
-        self.events.append(InstantPaid(payment))
+        self.emit(InstantPaid, payment)
 
     def score(self, seat: int) -> Score:
         cached = self._scores.get(seat)
@@ -1089,8 +1175,10 @@ class _W:
         return cached
 
     def order(self) -> tuple[int, ...]:
-        n = len(self.seats)
-        return tuple(s for s in ((self.dealer + i) % n for i in range(n)) if self.seats[s].active)
+        if self._order is None:
+            n = len(self.seats)
+            self._order = tuple(s for s in ((self.dealer + i) % n for i in range(n)) if self.seats[s].active)
+        return self._order
 
     def has_turn_left(self, seat: int) -> bool:
         s = self.seats[seat]

@@ -1,16 +1,20 @@
-"""Benchmark: random-vs-random full rounds per second on one core, per preset and player count.
+"""Engine benchmark: random-vs-random full rounds per second on one core.
 
-Usage: ``python scripts/bench.py [--seconds S] [--unchecked]``. Prints one line per
-configuration. Figures are for comparison within one run on one machine.
+Three ways of playing the same seeded rounds, per preset and player count:
+``apply`` (validated, with events: what the service runs), ``apply_unchecked`` (events,
+no validation) and ``Playout`` (the in-place fast path bots use: no events, no frozen
+copies). Usage: ``python scripts/bench.py [--seconds S]``. Figures compare within one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import time
+from collections.abc import Callable
 
 from engine import Rules, apply, apply_unchecked, legal_actions, new_round
-from engine.rng import Rng
+from engine.game import Playout
 
 CONFIGS = [
     ("standard", 2), ("standard", 3), ("simple", 2), ("classic", 2), ("classic", 3),
@@ -18,11 +22,10 @@ CONFIGS = [
 ]
 
 
-def play_rounds(preset: str, players: int, seconds: float, checked: bool) -> tuple[int, int, float]:
-    """Play seeded random rounds for about ``seconds``; return (rounds, steps, elapsed)."""
-    rules = Rules.preset(preset, players=players)
+def rounds_with_apply(rules: Rules, seconds: float, checked: bool) -> tuple[int, int, float]:
+    """Play seeded random rounds through ``apply``; return (rounds, steps, elapsed)."""
     step = apply if checked else apply_unchecked
-    chooser = Rng(12345)
+    chooser = random.Random(12345)
     rounds = steps = 0
     start = time.perf_counter()
     deadline = start + seconds
@@ -30,7 +33,7 @@ def play_rounds(preset: str, players: int, seconds: float, checked: bool) -> tup
         state, _ = new_round(rules, rounds)
         while not state.over:
             actions = legal_actions(state)
-            state, _ = step(state, actions[chooser.below(len(actions))])
+            state, _ = step(state, actions[chooser.randrange(len(actions))])
             steps += 1
         rounds += 1
         if rounds % 50 == 0 and time.perf_counter() >= deadline:
@@ -38,20 +41,49 @@ def play_rounds(preset: str, players: int, seconds: float, checked: bool) -> tup
     return rounds, steps, time.perf_counter() - start
 
 
+def rounds_with_playout(rules: Rules, seconds: float) -> tuple[int, int, float]:
+    """Play seeded random rounds in place with ``Playout``."""
+    chooser = random.Random(12345)
+    rounds = steps = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while True:
+        p = Playout(new_round(rules, rounds)[0])
+        while not p.over:
+            actions = p.legal_actions()
+            p.apply(actions[chooser.randrange(len(actions))])
+            steps += 1
+        rounds += 1
+        if rounds % 50 == 0 and time.perf_counter() >= deadline:
+            break
+    return rounds, steps, time.perf_counter() - start
+
+
+MODES: dict[str, Callable[[Rules, float], tuple[int, int, float]]] = {
+    "apply": lambda rules, s: rounds_with_apply(rules, s, True),
+    "unchecked": lambda rules, s: rounds_with_apply(rules, s, False),
+    "playout": rounds_with_playout,
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=3.0, help="time per configuration")
-    parser.add_argument("--unchecked", action="store_true", help="skip validation (apply_unchecked)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="time per configuration and mode")
+    parser.add_argument("--modes", default="apply,unchecked,playout", help="comma-separated: " + ", ".join(MODES))
     args = parser.parse_args()
-    mode = "apply_unchecked" if args.unchecked else "apply (validated)"
-    print(f"random-vs-random full rounds, one core, {mode}")
-    print(f"{'preset':<10}{'players':>8}{'rounds/s':>12}{'steps/s':>12}{'steps/round':>13}")
+    modes = [m for m in args.modes.split(",") if m]
+    print("engine: random-vs-random full rounds per second, one core")
+    print(f"{'preset':<10}{'players':>8}" + "".join(f"{m + ' r/s':>16}" for m in modes) + f"{'steps/round':>13}")
     for preset, players in CONFIGS:
-        rounds, steps, elapsed = play_rounds(preset, players, args.seconds, not args.unchecked)
-        print(
-            f"{preset:<10}{players:>8}{rounds / elapsed:>12.0f}{steps / elapsed:>12.0f}"
-            f"{steps / rounds:>13.1f}"
-        )
+        rules = Rules.preset(preset, players=players)
+        cells = []
+        per_round = 0.0
+        for mode in modes:
+            rounds, steps, elapsed = MODES[mode](rules, args.seconds)
+            cells.append(f"{rounds / elapsed:>16.0f}")
+            per_round = steps / rounds
+        print(f"{preset:<10}{players:>8}" + "".join(cells) + f"{per_round:>13.1f}")
+    print("goal: standard 2p >= 3000 rounds/s per core (first step)")
 
 
 if __name__ == "__main__":
