@@ -16,7 +16,11 @@ from typing import Protocol
 
 
 class StoreUnavailable(Exception):
-    """The store cannot be reached (connection refused, timeout, failover in progress)."""
+    """The store cannot serve the call now (unreachable, timeout, failover, no free connection, full).
+
+    From ``create`` or ``commit`` it means the outcome is unknown: the write may have
+    happened. A retry with the same request id then returns ``Duplicate``.
+    """
 
 
 class StoreCorrupt(Exception):
@@ -112,14 +116,15 @@ class Store(Protocol):
         ...
 
     async def read_log(self, game_id: str, after_version: int, limit: int = 1000) -> list[LogEntry]:
-        """Log entries with version > ``after_version``, ascending, at most ``limit``."""
+        """Log entries with version > ``after_version``, ascending, at most ``limit``
+        ([] for a missing game)."""
         ...
 
     async def wait_log(
         self, game_id: str, after_version: int, timeout_ms: int, limit: int = 1000
     ) -> list[LogEntry]:
         """Like ``read_log`` but waits up to ``timeout_ms`` for at least one entry;
-        returns [] on timeout."""
+        returns [] on timeout (a game that does not exist yet is waited for)."""
         ...
 
     async def ping(self) -> None:

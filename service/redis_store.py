@@ -1,0 +1,564 @@
+"""The Redis store: standalone, Sentinel or Cluster, on ``redis.asyncio``.
+
+Key layout (``prefix`` defaults to ``gostop``); the ``{game_id}`` hash tag puts every key of a
+game in one Cluster slot, so each script below touches a single slot:
+
+- ``gostop:{<game_id>}:snap``: hash, fields ``version`` (decimal) and ``blob``.
+- ``gostop:{<game_id>}:log``: stream, one entry per version with id ``<version>-0`` and one field
+  ``e`` holding the entry bytes.
+- ``gostop:{<game_id>}:req``: hash, request id -> ``fingerprint + NUL + response``.
+
+``create`` and ``commit`` are Lua scripts (``register_script``: EVALSHA, with an automatic SCRIPT
+LOAD on NOSCRIPT) that only touch the keys passed in KEYS. Every write of a commit happens in one
+script, after every check, so a commit is all or nothing; every commit sets all three keys to
+expire after ``ttl_ms``, at the same absolute time (the script clock is frozen).
+
+Failure handling: every redis-py error becomes ``StoreUnavailable`` (connection refused, socket
+timeouts, failover, cluster down, loading, read-only replica, OOM...) except data of the wrong
+shape, which becomes ``StoreCorrupt``. Sockets have short connect and read timeouts, and every
+call also runs under an overall deadline, so a dead or stalled server fails calls fast. Reads are
+retried once after a connection error; ``create`` and ``commit`` never are (their reply may have
+been lost after the write: the caller learns ``StoreUnavailable`` and its retry with the same
+request id gets ``Duplicate``).
+
+``wait_log`` uses ``XREAD BLOCK``, which holds a connection for the whole wait. Blocking reads go
+through a second client with its own pool, whose read timeout is above the longest block
+(``max_block_ms``; longer waits are split into several blocks), and at most ``max_waiters`` of them
+run at once, so waiters can never starve commits of connections. A waiter that finds no free slot
+within its timeout answers with a plain read. A cancelled waiter's connection is closed by
+redis-py (its reply would otherwise be pending) and returned to the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import Any, Final, TypeVar
+from urllib.parse import unquote, urlsplit
+
+from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisClusterException, RedisError, ResponseError
+
+from service.memory_store import (
+    REQUEST_SEPARATOR,
+    check_fingerprint,
+    check_game_id,
+    check_ttl,
+)
+from service.store_api import (
+    CommitResult,
+    Committed,
+    Conflict,
+    Duplicate,
+    LogEntry,
+    Missing,
+    Snapshot,
+    StoreCorrupt,
+    StoreUnavailable,
+)
+
+T = TypeVar("T")
+Client = Redis | RedisCluster
+
+_SEPARATOR: Final = REQUEST_SEPARATOR.encode()
+
+CREATE_LUA: Final = """
+-- KEYS: snap, log, req. ARGV: blob, entry, ttl_ms. Returns 1 if created, 0 if the game exists.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+-- Leftovers of an expired game with the same id (keys expire together, but be safe).
+redis.call('DEL', KEYS[2], KEYS[3])
+redis.call('XADD', KEYS[2], '1-0', 'e', ARGV[2])
+redis.call('HSET', KEYS[1], 'version', '1', 'blob', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return 1
+"""
+
+_COMMITTED, _CONFLICT, _DUPLICATE, _MISSING, _CORRUPT = 1, 2, 3, 4, 5
+
+COMMIT_LUA: Final = """
+-- KEYS: snap, log, req.
+-- ARGV: expected_version, blob, entry, ttl_ms, request_id, stored request (fingerprint NUL response).
+-- Returns {1, new_version} | {2, current_version} | {3, stored request} | {4} | {5, reason}.
+local request_id = ARGV[5]
+if request_id ~= '' then
+  local stored = redis.call('HGET', KEYS[3], request_id)
+  if stored then
+    return {3, stored}
+  end
+end
+local current = redis.call('HGET', KEYS[1], 'version')
+if not current then
+  return {4}
+end
+local version = tonumber(current)
+if not version then
+  return {5, 'snapshot version is not a number'}
+end
+if version ~= tonumber(ARGV[1]) then
+  return {2, version}
+end
+local next_version = string.format('%d', version + 1)
+-- The only write that can fail on well-typed keys (a log ahead of the snapshot): do it first,
+-- since a failing script keeps the writes it already made.
+local added = redis.pcall('XADD', KEYS[2], next_version .. '-0', 'e', ARGV[3])
+if type(added) == 'table' and added.err then
+  return {5, 'log append failed: ' .. added.err}
+end
+redis.call('HSET', KEYS[1], 'version', next_version, 'blob', ARGV[2])
+if request_id ~= '' then
+  redis.call('HSET', KEYS[3], request_id, ARGV[6])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return {1, version + 1}
+"""
+
+
+@contextlib.contextmanager
+def _mapped_errors() -> Iterator[None]:
+    """Turn every redis-py failure into ``StoreUnavailable`` or ``StoreCorrupt``."""
+    try:
+        yield
+    except (StoreUnavailable, StoreCorrupt):
+        raise
+    except ResponseError as error:
+        # Data of the wrong shape is corruption; any other error reply (LOADING, READONLY,
+        # CLUSTERDOWN, TRYAGAIN, OOM, BUSY, MASTERDOWN...) means the store cannot serve now.
+        if "WRONGTYPE" in str(error):
+            raise StoreCorrupt(f"redis: {error}") from error
+        raise StoreUnavailable(f"redis: {type(error).__name__}: {error}") from error
+    except (RedisError, RedisClusterException, OSError) as error:
+        # OSError covers socket errors and asyncio's TimeoutError (our own deadlines).
+        raise StoreUnavailable(f"redis: {type(error).__name__}: {error}") from error
+
+
+def _text(value: object) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _version_of(stream_id: object) -> int:
+    text = _text(stream_id)
+    head, _, tail = text.partition("-")
+    if tail != "0" or not head.isdigit():
+        raise StoreCorrupt(f"unexpected log entry id {text!r}")
+    return int(head)
+
+
+def _entries(raw: Sequence[Any]) -> list[LogEntry]:
+    entries = []
+    for stream_id, fields in raw:
+        entry = fields.get(b"e") if isinstance(fields, dict) else None
+        if not isinstance(entry, bytes):
+            raise StoreCorrupt(f"log entry {_text(stream_id)!r} has no field 'e'")
+        entries.append(LogEntry(_version_of(stream_id), entry))
+    return entries
+
+
+def _duplicate(stored: object) -> Duplicate:
+    if not isinstance(stored, bytes) or _SEPARATOR not in stored:
+        raise StoreCorrupt("stored request has no fingerprint separator")
+    fingerprint, _, response = stored.partition(_SEPARATOR)
+    try:
+        return Duplicate(fingerprint.decode("utf-8"), response)
+    except UnicodeDecodeError as error:
+        raise StoreCorrupt("stored request fingerprint is not UTF-8") from error
+
+
+class RedisStore:
+    """The ``Store`` protocol on Redis (see the module docstring). Build one with ``from_url``."""
+
+    name = "redis"
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        blocking_client: Client | None = None,
+        prefix: str = "gostop",
+        max_connections: int = 100,
+        max_waiters: int = 100,
+        max_block_ms: int = 1000,
+        connect_timeout: float = 1.0,
+        read_timeout: float = 2.0,
+        retries: int = 1,
+        closers: Sequence[Callable[[], Awaitable[None]]] = (),
+    ) -> None:
+        """Wrap ready clients (``from_url`` builds them). ``blocking_client`` serves ``wait_log``
+        (default: ``client``); its socket read timeout must exceed ``max_block_ms``.
+        ``max_connections`` and ``max_waiters`` cap concurrent commands and blocking reads.
+        ``connect_timeout`` and ``read_timeout`` should be the clients' socket timeouts: the
+        store derives its own deadlines from them (waiting for a free slot: their sum; a whole
+        call: twice that, as a script call may take a few round trips: NOSCRIPT fallback,
+        Cluster redirects or topology refresh; a blocking read: its block plus their sum).
+        ``retries``: how many times reads are retried after a connection error. ``closers``
+        are awaited by ``close`` after the clients (e.g. a Sentinel manager's)."""
+        if "{" in prefix or "}" in prefix:
+            raise ValueError("prefix must not contain '{' or '}' (the game id is the hash tag)")
+        if max_connections < 1 or max_waiters < 1 or max_block_ms < 1:
+            raise ValueError("max_connections, max_waiters and max_block_ms must be positive")
+        self._client = client
+        self._blocking = blocking_client if blocking_client is not None else client
+        self._prefix = prefix
+        self._commands = asyncio.Semaphore(max_connections)
+        self._waiters = asyncio.Semaphore(max_waiters)
+        self._max_block_ms = max_block_ms
+        self._pool_timeout = connect_timeout + read_timeout
+        self._op_timeout = 2 * (connect_timeout + read_timeout)
+        self._block_margin = connect_timeout + read_timeout
+        self._retries = retries
+        self._closers = list(closers)
+        self._ready: set[int] = set()
+        self._ready_lock = asyncio.Lock()
+        self._create = client.register_script(CREATE_LUA)
+        self._commit = client.register_script(COMMIT_LUA)
+
+    # -- construction --
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        prefix: str = "gostop",
+        connect_timeout: float = 1.0,
+        read_timeout: float = 2.0,
+        max_connections: int = 100,
+        max_waiters: int = 100,
+        max_block_ms: int = 10_000,
+        retries: int = 1,
+        sentinel_password: str | None = None,
+    ) -> RedisStore:
+        """A store for one of these URLs:
+
+        - ``redis://[[user]:password@]host[:port][/db]`` and ``rediss://...`` (TLS): standalone;
+          query-string options are passed to redis-py's connections.
+        - ``redis+sentinel://[[user]:password@]host:port[,host:port...]/<master_name>[/db]``: the
+          master of a Sentinel-monitored group; the password is the master's (and, unless
+          ``sentinel_password`` is given, not sent to the sentinels).
+        - ``redis+cluster://[[user]:password@]host:port[,host:port...]``: a Cluster, from these
+          startup nodes.
+
+        ``connect_timeout`` and ``read_timeout`` (seconds) bound every socket operation; blocking
+        reads get ``read_timeout`` on top of their block, which lasts at most ``max_block_ms``.
+        """
+        if connect_timeout <= 0 or read_timeout <= 0:
+            raise ValueError("connect_timeout and read_timeout must be positive")
+        scheme = urlsplit(url).scheme.lower()
+        socket_options: dict[str, Any] = {
+            "socket_connect_timeout": connect_timeout,
+            # redis-py retries are off: reads are retried by the store, writes never.
+            "retry": Retry(NoBackoff(), 0),
+        }
+        block_timeout = max_block_ms / 1000 + read_timeout
+        # Slightly larger pools than the semaphores: redis-py may briefly hold an extra connection.
+        command_pool = max_connections + 4
+        waiter_pool = max_waiters + 4
+        common: dict[str, Any] = {
+            "prefix": prefix,
+            "max_connections": max_connections,
+            "max_waiters": max_waiters,
+            "max_block_ms": max_block_ms,
+            "connect_timeout": connect_timeout,
+            "read_timeout": read_timeout,
+            "retries": retries,
+        }
+        if scheme in ("redis", "rediss", "unix"):
+
+            def standalone(socket_timeout: float, size: int) -> Redis:
+                pool = ConnectionPool.from_url(
+                    url, max_connections=size, socket_timeout=socket_timeout, **socket_options
+                )
+                return Redis.from_pool(pool)
+
+            return cls(
+                standalone(read_timeout, command_pool),
+                blocking_client=standalone(block_timeout, waiter_pool),
+                **common,
+            )
+        if scheme == "redis+sentinel":
+            hosts, path, username, password = _split_multi_host_url(url, default_port=26379)
+            parts = [unquote(p) for p in path.split("/") if p]
+            if not 1 <= len(parts) <= 2:
+                raise ValueError(f"redis+sentinel URL needs /<master_name>[/db]: {_redacted(url)!r}")
+            master = parts[0]
+            db = _int_part(parts[1], "db", url) if len(parts) == 2 else 0
+            sentinel_options: dict[str, Any] = {
+                "socket_connect_timeout": connect_timeout,
+                "socket_timeout": read_timeout,
+                "retry": Retry(NoBackoff(), 0),
+            }
+            if sentinel_password is not None:
+                sentinel_options["password"] = sentinel_password
+            sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_options)  # type: ignore[no-untyped-call]
+            auth: dict[str, Any] = {"username": username, "password": password, "db": db}
+
+            def sentinel_master(socket_timeout: float, size: int) -> Redis:
+                client: Redis = sentinel.master_for(
+                    master,
+                    max_connections=size,
+                    socket_timeout=socket_timeout,
+                    **auth,
+                    **socket_options,
+                )
+                return client
+
+            return cls(
+                sentinel_master(read_timeout, command_pool),
+                blocking_client=sentinel_master(block_timeout, waiter_pool),
+                closers=[sentinel.aclose],
+                **common,
+            )
+        if scheme == "redis+cluster":
+            hosts, path, username, password = _split_multi_host_url(url, default_port=6379)
+            if path.strip("/"):
+                raise ValueError(
+                    f"redis+cluster URL takes no path (Cluster has only db 0): {_redacted(url)!r}"
+                )
+
+            def cluster(socket_timeout: float, size: int) -> RedisCluster:
+                return RedisCluster(
+                    startup_nodes=[ClusterNode(host, port) for host, port in hosts],
+                    username=username,
+                    password=password,
+                    max_connections=size,
+                    socket_timeout=socket_timeout,
+                    **socket_options,
+                )
+
+            return cls(
+                cluster(read_timeout, command_pool),
+                blocking_client=cluster(block_timeout, waiter_pool),
+                **common,
+            )
+        raise ValueError(
+            f"unsupported Redis URL scheme {scheme!r}: use redis://, rediss://, unix://, "
+            "redis+sentinel:// or redis+cluster://"
+        )
+
+    # -- keys and plumbing --
+
+    def _keys(self, game_id: str) -> list[str]:
+        check_game_id(game_id)
+        base = f"{self._prefix}:{{{game_id}}}"
+        return [f"{base}:snap", f"{base}:log", f"{base}:req"]
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, semaphore: asyncio.Semaphore, timeout: float) -> AsyncIterator[bool]:
+        """Hold one of ``semaphore``'s slots; yields False if none was free within ``timeout``."""
+        try:
+            async with asyncio.timeout(timeout):
+                await semaphore.acquire()
+        except TimeoutError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            semaphore.release()
+
+    async def _initialized(self, client: Client) -> Client:
+        """``client``, its Cluster topology discovered first, by one task: redis-py (8.1) routes
+        the commands of concurrent first users of a fresh ``RedisCluster`` wrongly (before it
+        knows a node) and they fail with closed connections."""
+        if isinstance(client, RedisCluster) and id(client) not in self._ready:
+            async with self._ready_lock:
+                if id(client) not in self._ready:
+                    await client.initialize()
+                    self._ready.add(id(client))
+        return client
+
+    async def _run(self, call: Callable[[], Awaitable[T]], idempotent: bool) -> T:
+        """One command on the main client, bounded in concurrency and time, errors mapped."""
+        attempts = 1 + (self._retries if idempotent else 0)
+        for attempt in range(attempts):
+            async with self._slot(self._commands, self._pool_timeout) as ok:
+                if not ok:
+                    raise StoreUnavailable("redis: no free connection (too many concurrent requests)")
+                try:
+                    with _mapped_errors():
+                        async with asyncio.timeout(self._op_timeout):
+                            await self._initialized(self._client)
+                            return await call()
+                except StoreUnavailable as error:
+                    if attempt + 1 == attempts or not isinstance(error.__cause__, RedisConnectionError):
+                        raise
+            await asyncio.sleep(0.05)
+        raise AssertionError("unreachable")
+
+    # -- the Store protocol --
+
+    async def create(self, game_id: str, blob: bytes, entry: bytes, ttl_ms: int) -> bool:
+        keys = self._keys(game_id)
+        check_ttl(ttl_ms)
+        result = await self._run(
+            lambda: self._create(keys=keys, args=[blob, entry, ttl_ms]), idempotent=False
+        )
+        return bool(result)
+
+    async def load(self, game_id: str) -> Snapshot | None:
+        snap = self._keys(game_id)[0]
+        version, blob = await self._run(
+            lambda: self._client.hmget(snap, ["version", "blob"]), idempotent=True
+        )
+        if version is None and blob is None:
+            return None
+        if not isinstance(version, bytes) or not isinstance(blob, bytes) or not version.isdigit():
+            raise StoreCorrupt(f"game {game_id!r}: snapshot without a valid version and blob")
+        return Snapshot(int(version), blob)
+
+    async def commit(
+        self,
+        game_id: str,
+        expected_version: int,
+        blob: bytes,
+        entry: bytes,
+        ttl_ms: int,
+        request_id: str = "",
+        fingerprint: str = "",
+        response: bytes = b"",
+    ) -> CommitResult:
+        keys = self._keys(game_id)
+        check_ttl(ttl_ms)
+        check_fingerprint(fingerprint)
+        stored = fingerprint.encode() + _SEPARATOR + response if request_id else b""
+        args: list[bytes | str | int] = [expected_version, blob, entry, ttl_ms, request_id, stored]
+        result = await self._run(lambda: self._commit(keys=keys, args=args), idempotent=False)
+        try:
+            code = int(result[0])
+            if code == _COMMITTED:
+                return Committed(int(result[1]))
+            if code == _CONFLICT:
+                return Conflict(int(result[1]))
+            if code == _DUPLICATE:
+                return _duplicate(result[1])
+            if code == _MISSING:
+                return Missing()
+            if code == _CORRUPT:
+                raise StoreCorrupt(f"game {game_id!r}: {_text(result[1])}")
+        except (TypeError, ValueError, IndexError) as error:
+            raise StoreCorrupt(f"game {game_id!r}: unexpected commit reply {result!r}") from error
+        raise StoreCorrupt(f"game {game_id!r}: unexpected commit reply {result!r}")
+
+    async def lookup_request(self, game_id: str, request_id: str) -> Duplicate | None:
+        req = self._keys(game_id)[2]
+        if not request_id:
+            return None
+        stored = await self._run(lambda: self._client.hget(req, request_id), idempotent=True)
+        return None if stored is None else _duplicate(stored)
+
+    async def read_log(self, game_id: str, after_version: int, limit: int = 1000) -> list[LogEntry]:
+        log = self._keys(game_id)[1]
+        if limit <= 0:
+            return []
+        start = f"({max(after_version, 0)}-0"
+        raw = await self._run(
+            lambda: self._client.xrange(log, min=start, max="+", count=limit), idempotent=True
+        )
+        return _entries(raw or [])
+
+    async def wait_log(
+        self, game_id: str, after_version: int, timeout_ms: int, limit: int = 1000
+    ) -> list[LogEntry]:
+        log = self._keys(game_id)[1]
+        if limit <= 0:
+            return []
+        if timeout_ms <= 0:
+            return await self.read_log(game_id, after_version, limit)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        streams: dict[Any, Any] = {log: f"{max(after_version, 0)}-0"}
+        async with self._slot(self._waiters, timeout_ms / 1000) as ok:
+            if not ok:  # every blocking slot busy for the whole wait: answer with what is there
+                return await self.read_log(game_id, after_version, limit)
+            failures = 0
+            while True:
+                remaining_ms = int((deadline - loop.time()) * 1000)
+                if remaining_ms <= 0:  # one last look, without blocking
+                    return await self.read_log(game_id, after_version, limit)
+                block = min(remaining_ms, self._max_block_ms)
+                try:
+                    with _mapped_errors():
+                        async with asyncio.timeout(block / 1000 + self._block_margin):
+                            client = await self._initialized(self._blocking)
+                            reply = await client.xread(streams, count=limit, block=block)
+                except StoreUnavailable as error:  # a read: retried like the others
+                    failures += 1
+                    if failures > self._retries or not isinstance(error.__cause__, RedisConnectionError):
+                        raise
+                    await asyncio.sleep(0.05)
+                    continue
+                if isinstance(reply, list) and reply:  # RESP2: [[key, entries]]
+                    return _entries(reply[0][1])
+                if isinstance(reply, dict) and reply:  # RESP3: {key: entries} or {key: [entries]}
+                    value: Any = next(iter(reply.values()))
+                    nested = value and isinstance(value[0], list) and isinstance(value[0][0], list | tuple)
+                    return _entries(value[0] if nested else value)
+
+    async def ping(self) -> None:
+        await self._run(lambda: self._client.ping(), idempotent=True)
+
+    async def close(self) -> None:
+        clients = [self._client] if self._blocking is self._client else [self._client, self._blocking]
+        for client in clients:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+        for closer in self._closers:
+            with contextlib.suppress(Exception):
+                await closer()
+
+
+def _split_multi_host_url(
+    url: str, default_port: int
+) -> tuple[list[tuple[str, int]], str, str | None, str | None]:
+    """``scheme://[[user]:password@]host[:port][,host[:port]...][/path]`` -> hosts, path, user,
+    password (urllib cannot parse several hosts)."""
+    rest = url.split("://", 1)[1].split("#", 1)[0]
+    if "?" in rest:
+        raise ValueError(f"query options are not supported in {_redacted(url)!r}: pass them as store options")
+    netloc, slash, path = rest.partition("/")
+    username = password = None
+    if "@" in netloc:
+        userinfo, _, netloc = netloc.rpartition("@")
+        user, colon, secret = userinfo.partition(":")
+        username = unquote(user) or None
+        password = unquote(secret) if colon else None
+    hosts: list[tuple[str, int]] = []
+    for item in netloc.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if item.startswith("["):  # [ipv6]:port
+            host, _, port_text = item[1:].partition("]")
+            port_text = port_text.removeprefix(":")
+        else:
+            host, _, port_text = item.rpartition(":") if ":" in item else (item, "", "")
+        hosts.append((host, _int_part(port_text, "port", url) if port_text else default_port))
+    if not hosts:
+        raise ValueError(f"no host in Redis URL {_redacted(url)!r}")
+    return hosts, slash + path, username, password
+
+
+def _redacted(url: str) -> str:
+    """``url`` without its password, for error messages."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, tail = rest.partition("/")
+    if "@" in netloc:
+        userinfo, _, hosts = netloc.rpartition("@")
+        netloc = userinfo.partition(":")[0] + ":***@" + hosts
+    return scheme + sep + netloc + slash + tail
+
+
+def _int_part(text: str, what: str, url: str) -> int:
+    if not text.isdigit():
+        raise ValueError(f"invalid {what} {text!r} in Redis URL {_redacted(url)!r}")
+    return int(text)

@@ -1,0 +1,35 @@
+"""Choosing the store from configuration: no URL means the embedded memory store."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from service.memory_store import MemoryStore
+from service.redis_store import RedisStore
+from service.store_api import Store
+
+REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "redis+cluster")
+
+
+def open_store(url: str | None, **options: Any) -> Store:
+    """``None`` or ``""``: a ``MemoryStore(**options)``; a Redis URL (``redis://``, ``rediss://``,
+    ``unix://``, ``redis+sentinel://``, ``redis+cluster://``): ``RedisStore.from_url(url,
+    **options)``. Connecting is lazy: the first call (e.g. ``ping``) reaches the server.
+
+    >>> open_store(None).name
+    'memory'
+    >>> open_store("memcached://localhost")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unsupported store URL scheme 'memcached': use redis://, rediss://, unix://, ...
+    """
+    if not url:
+        return MemoryStore(**options)
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in REDIS_SCHEMES:
+        raise ValueError(
+            f"unsupported store URL scheme {scheme!r}: use redis://, rediss://, unix://, "
+            "redis+sentinel:// or redis+cluster:// (or no URL for the memory store)"
+        )
+    return RedisStore.from_url(url, **options)
