@@ -13,9 +13,10 @@ from .actions import Action
 from .cards import HIDDEN, MONTH
 from .events import BonusCaptured, Dealt, Event
 from .game import _choice_cards, legal_actions, seat_score, shake_bomb_count
+from .rules import Rules
 from .scoring import Score
 from .settlement import Payment, Settlement
-from .state import NO_STACK, Phase, State
+from .state import NO_STACK, Phase, State, TurnContext
 
 SPECTATOR = -1
 
@@ -41,6 +42,12 @@ class SeatView:
     spare_flips: int
     ppeok: int
     turns: int
+    ppeok_turns: tuple[int, ...] = ()
+    """Own turn numbers on which this seat made a 뻑 (첫뻑/연뻑 are public)."""
+    dry_turns: int = 0
+    """Consecutive own turns capturing nothing (허당 is public)."""
+    last_go_order: int = 0
+    sseul: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +90,11 @@ class View:
     """The viewer's legal actions (empty unless it is the viewer's decision)."""
     payments: tuple[Payment, ...]
     settlement: Settlement | None
+    rules: Rules | None = None
+    go_seq: int = 0
+    turn: TurnContext | None = None
+    """The turn in progress (every card in it is face up)."""
+    steps: int = 0
 
 
 def view(state: State, seat: int = SPECTATOR) -> View:
@@ -109,6 +121,10 @@ def view(state: State, seat: int = SPECTATOR) -> View:
                 spare_flips=s.spare_flips,
                 ppeok=len(s.ppeok_turns),
                 turns=s.turns,
+                ppeok_turns=s.ppeok_turns,
+                dry_turns=s.dry_turns,
+                last_go_order=s.last_go_order,
+                sseul=s.sseul,
             )
         )
     stacks = tuple(
@@ -142,6 +158,10 @@ def view(state: State, seat: int = SPECTATOR) -> View:
         legal_actions=mine,
         payments=state.payments,
         settlement=state.settlement,
+        rules=state.rules,
+        go_seq=state.go_seq,
+        turn=state.turn,
+        steps=state.steps,
     )
 
 

@@ -1,0 +1,75 @@
+"""Determinization: complete a seat's view into a full state by sampling the hidden cards.
+
+Information-set search (a bot that must not peek) samples the cards it cannot see —
+other hands and the stock order — uniformly among the arrangements consistent with
+everything its view shows, then searches the sampled states.
+"""
+
+from __future__ import annotations
+
+import random
+
+from .errors import EngineError
+from .state import NO_STACK, Phase, SeatState, State
+from .views import View
+
+
+def unknown_cards(v: View) -> list[int]:
+    """Cards the viewer cannot place: other hands (minus revealed cards) and the stock."""
+    if v.rules is None:
+        raise EngineError("the view carries no rules")
+    known: set[int] = set(v.floor)
+    for s in v.seats:
+        known.update(s.captured)
+        known.update(s.revealed)
+        if s.seat == v.viewer:
+            known.update(s.hand)
+    ctx = v.turn
+    if ctx is not None:
+        known.update(ctx.held)
+        if v.phase is Phase.CHOOSE_HAND and ctx.card >= 0:
+            known.add(ctx.card)
+        if v.phase is Phase.CHOOSE_FLIP and ctx.flipped >= 0:
+            known.add(ctx.flipped)
+    return sorted(set(range(v.rules.deck_size)) - known)
+
+
+def determinize(v: View, rng: random.Random) -> State:
+    """A full state consistent with view ``v``, hidden cards drawn uniformly by ``rng``.
+
+    >>> from engine import Rules, new_round, view
+    >>> state, _ = new_round(Rules.preset("standard"), seed=5)
+    >>> sample = determinize(view(state, 0), random.Random(1))
+    >>> sample.seats[0].hand == state.seats[0].hand, len(sample.stock) == len(state.stock)
+    (True, True)
+    """
+    if v.rules is None:
+        raise EngineError("the view carries no rules")
+    pool = unknown_cards(v)
+    rng.shuffle(pool)
+    seats = []
+    for s in v.seats:
+        if s.seat == v.viewer:
+            hand = s.hand
+        else:
+            missing = s.hand_size - len(s.revealed)
+            hand = tuple(sorted(s.revealed + tuple(pool[:missing])))
+            del pool[:missing]
+        seats.append(
+            SeatState(
+                hand=hand, captured=s.captured, revealed=s.revealed, shakes=s.shakes, bombs=s.bombs,
+                spare_flips=s.spare_flips, gos=s.gos, last_go_base=s.last_go_base,
+                last_go_order=s.last_go_order, turns=s.turns, ppeok_turns=s.ppeok_turns,
+                dry_turns=s.dry_turns, sseul=s.sseul, active=s.active,
+            )
+        )
+    if len(pool) != v.stock_count:
+        raise EngineError(f"view inconsistent: {len(pool)} unknown cards for a stock of {v.stock_count}")
+    stacks = [NO_STACK] * 13
+    for st in v.stacks:
+        stacks[st.month] = st.maker
+    return State(
+        rules=v.rules, seed=0, dealer=v.dealer, phase=v.phase, to_move=v.to_move, seats=tuple(seats),
+        floor=v.floor, stacks=tuple(stacks), stock=tuple(pool), gukjin=v.gukjin, turn=v.turn,
+        go_seq=v.go_seq, payments=v.payments, carry=v.carry, settlement=v.settlement, steps=v.steps,
+    )
