@@ -84,7 +84,9 @@ def hidden_from(state: State, viewer: int, sold: set[int]) -> set[int]:
     return out
 
 
-VIEW_CARD_KEYS = frozenset({"hand", "revealed", "captured", "floor", "options", "played", "flipped", "card"})
+VIEW_CARD_KEYS = frozenset(
+    {"hand", "revealed", "captured", "floor", "options", "played", "flipped", "card", "held", "taken"}
+)
 EVENT_CARD_KEYS = frozenset({"hands", "floor", "card", "cards", "replacement"})
 
 
@@ -131,7 +133,8 @@ def check_view(state: State, viewer: int, sold: set[int]) -> None:
         assert v.legal_actions == ()
     data = to_data(v)
     keys = set(all_keys(data))
-    assert "stock" not in keys and "seed" not in keys and "turn" not in keys, sorted(keys)
+    # The turn in progress is public (its cards are face up); the stock and the seed never are.
+    assert "stock" not in keys and "seed" not in keys, sorted(keys)
     for stack in data["stacks"]:
         assert set(stack) == {"@", "month", "maker"}
     leaked = set(card_ints(data, VIEW_CARD_KEYS)) & hidden_from(state, viewer, sold)
