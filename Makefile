@@ -48,8 +48,11 @@ lint: $(PB) $(BUF)
 typecheck: $(PB)
 	$(PY) -m mypy
 
+# Engine benchmark (ARGS go to it), then the service benchmark over loopback (SERVICE_ARGS go to
+# it, e.g. SERVICE_ARGS="--inflight 1,8,32,64 --store memory"); it starts its own redis-server.
 bench: $(PB) redis-server
 	$(PY) scripts/bench.py $(ARGS)
+	$(PY) scripts/bench_service.py $(SERVICE_ARGS)
 
 golden: $(STAMP)
 	$(PY) scripts/regen_golden.py

@@ -37,7 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure(config.log_format, config.log_level)
     from .server import Server
 
-    asyncio.run(Server(config).serve_forever())
+    async def run_server() -> None:
+        # Build the server inside the running loop: grpc.aio binds to the loop current at construction.
+        await Server(config).serve_forever()
+
+    asyncio.run(run_server())
     return 0
 
 
