@@ -40,6 +40,7 @@ from .errors import (
 from .events import EVENT_TYPES, Event
 from .game import (
     Deal,
+    Playout,
     apply,
     apply_unchecked,
     card_places,

@@ -8,6 +8,7 @@ for every reachable state, and encoding is deterministic (same state, same bytes
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from enum import Enum
 from typing import Any, Final, cast
@@ -32,41 +33,72 @@ _TYPES: Final[dict[str, type]] = {
 }
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+@functools.lru_cache(maxsize=64)
+def _rules_data(rules: Rules) -> dict[str, Any]:
+    return {"@": "Rules", **rules.to_dict()}
+
+
 def to_data(obj: Any) -> Any:
-    """Plain JSON-ready data for an engine value (dataclasses tagged with ``"@"``)."""
-    if isinstance(obj, Rules):
-        return {"@": "Rules", **obj.to_dict()}
-    if isinstance(obj, Enum):
-        return obj.value
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        out: dict[str, Any] = {"@": type(obj).__name__}
-        for f in dataclasses.fields(obj):
-            out[f.name] = to_data(getattr(obj, f.name))
-        return out
-    if isinstance(obj, (tuple, list)):
+    """Plain JSON-ready data for an engine value (dataclasses tagged with ``"@"``).
+
+    The result may share (read-only) dictionaries between calls: do not mutate it.
+    """
+    kind = type(obj)
+    if kind is int or kind is str or kind is bool or obj is None:
+        return obj
+    if kind is tuple or kind is list:
         return [to_data(x) for x in obj]
-    if isinstance(obj, (frozenset, set)):
-        return sorted(obj)
-    return obj
+    if kind is Rules:
+        return _rules_data(obj)
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        if isinstance(obj, Enum):
+            return obj.value
+        if isinstance(obj, (frozenset, set)):
+            return sorted(obj)
+        if not (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
+            return obj
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(obj))
+    out: dict[str, Any] = {"@": kind.__name__}
+    for name in names:
+        out[name] = to_data(getattr(obj, name))
+    return out
+
+
+_RULES_CACHE: dict[tuple[Any, ...], Rules] = {}
+
+
+def _rules_from(fields: dict[str, Any]) -> Rules:
+    key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in fields.items())
+    rules = _RULES_CACHE.get(key)
+    if rules is None:
+        if len(_RULES_CACHE) > 256:
+            _RULES_CACHE.clear()
+        rules = _RULES_CACHE[key] = Rules.from_dict(fields)
+    return rules
 
 
 def from_data(data: Any) -> Any:
     """Inverse of ``to_data``."""
-    if isinstance(data, list):
-        return tuple(from_data(x) for x in data)
-    if isinstance(data, dict):
-        tag = data.get("@")
-        fields = {k: v for k, v in data.items() if k != "@"}
-        if tag == "Rules":
-            return Rules.from_dict(fields)
-        cls = _TYPES.get(tag) if isinstance(tag, str) else None
-        if cls is None:
-            raise CorruptSnapshot(f"unknown type tag {tag!r}")
-        kwargs = {k: from_data(v) for k, v in fields.items()}
-        if cls is State:
-            kwargs["phase"] = Phase(kwargs["phase"])
-        return cls(**kwargs)
-    return data
+    kind = type(data)
+    if kind is list:
+        return tuple([from_data(x) for x in data])
+    if kind is not dict:
+        return data
+    fields = dict(data)
+    tag = fields.pop("@", None)
+    if tag == "Rules":
+        return _rules_from(fields)
+    cls = _TYPES.get(tag) if isinstance(tag, str) else None
+    if cls is None:
+        raise CorruptSnapshot(f"unknown type tag {tag!r}")
+    kwargs = {k: from_data(v) for k, v in fields.items()}
+    if cls is State:
+        kwargs["phase"] = Phase(kwargs["phase"])
+    return cls(**kwargs)
 
 
 def _dumps(data: Any) -> bytes:
