@@ -68,7 +68,7 @@ class Authenticator:
         if token is None:
             return Caller(None, None, api, operator)
         parts = token.split(".")
-        if len(parts) != 4 or parts[0] != _PREFIX or not parts[2].isdigit():
+        if len(parts) != 4 or parts[0] != _PREFIX or not (parts[2].isascii() and parts[2].isdigit()):
             raise unauthenticated("malformed seat token")
         game_id, seat = parts[1], int(parts[2])
         if not hmac.compare_digest(parts[3], self._sign(game_id, seat)):

@@ -22,6 +22,7 @@ from engine import (
     DeclineGwangSale,
     FlipOnly,
     Go,
+    InvalidRules,
     JoinRound,
     KeepGukjin,
     MalformedAction,
@@ -120,7 +121,8 @@ def rules_to_pb(rules: Rules) -> pb.Rules:
 
 
 def overrides_from_pb(msg: pb.Rules) -> dict[str, Any]:
-    """The fields set in an override message, as engine values (unknown enum values rejected)."""
+    """The fields set in an override message, as engine values (unknown enum values rejected
+    with ``InvalidRules`` naming the field)."""
     out: dict[str, Any] = {}
     for fd, value in msg.ListFields():
         name = fd.name
@@ -128,7 +130,7 @@ def overrides_from_pb(msg: pb.Rules) -> dict[str, Any]:
             events = []
             for v in value.events:
                 if v == pb.LAST_TURN_EVENT_UNSPECIFIED or v not in pb.LastTurnEvent.values():
-                    raise MalformedAction(f"last_turn_no_steal: unknown event {v}")
+                    raise InvalidRules(name, f"unknown event {v}")
                 events.append(pb.LastTurnEvent.Name(v).removeprefix("LAST_TURN_EVENT_").lower())
             out[name] = frozenset(events)
         elif name == "ppeok_payments":
@@ -137,7 +139,7 @@ def overrides_from_pb(msg: pb.Rules) -> dict[str, Any]:
             prefix = _enum_prefix(fd.enum_type.name)
             enum_value = fd.enum_type.values_by_number.get(value)
             if enum_value is None or enum_value.name.endswith("_UNSPECIFIED"):
-                raise MalformedAction(f"{name}: unknown or unspecified value {value}")
+                raise InvalidRules(name, f"unknown or unspecified value {value}")
             out[name] = enum_value.name.removeprefix(prefix).lower()
         else:
             out[name] = value

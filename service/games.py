@@ -148,7 +148,12 @@ class Games:
             raise denied("OPERATOR_ONLY", "an explicit deal needs an operator key")
         if not req.preset:
             raise invalid("MISSING_PRESET", "preset is required", field="preset")
+        if req.preset not in PRESET_PLAYERS:
+            raise invalid("UNKNOWN_PRESET", f"unknown preset {req.preset!r}; presets are {', '.join(PRESET_PLAYERS)}",
+                          field="preset")
         overrides = convert.overrides_from_pb(req.overrides) if req.HasField("overrides") else {}
+        if overrides.pop("name", req.preset) != req.preset:
+            raise invalid("INVALID_RULES", "name is the preset's and cannot be overridden", field="name")
         players = req.players or overrides.pop("players", None)
         overrides.pop("players", None)
         rules = Rules.preset(req.preset, players=players, **overrides)
@@ -295,8 +300,10 @@ class Games:
         viewer = -1 if seat is None else seat
         if req.after_version < 0:
             raise invalid("BAD_VERSION", "after_version must not be negative")
-        await self._load(req.game_id)
+        version, match = await self._load(req.game_id)
         after = req.after_version
+        if match.finished and after >= version:
+            return  # nothing will ever come after the entry that finished the match
         while True:
             entries = await self._timed("watch", self.store.wait_log(req.game_id, after, WATCH_POLL_MS))
             if not entries:
