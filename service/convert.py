@@ -246,6 +246,11 @@ def view_to_pb(view: View, match: Match, game_id: str, version: int) -> pb.GameV
         fill(out.payments.add(), payment)
     if view.settlement is not None:
         fill(out.settlement, view.settlement)
+    if view.rules is not None:
+        out.rules.CopyFrom(rules_to_pb(view.rules))
+    out.go_seq, out.steps = view.go_seq, view.steps
+    if view.turn is not None:
+        fill(out.turn, view.turn)
     m = out.match
     m.round_no, m.rounds, m.finished = match.round_no, match.rounds, match.finished
     m.points.extend(match.points)

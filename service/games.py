@@ -49,6 +49,8 @@ from .store_api import Committed, Conflict, Duplicate, Missing, Store, StoreCorr
 T = TypeVar("T")
 _GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_REQUEST_ID = 128
+LOG_PAGE = 500
+LOG_PAGE_MAX = 1000
 WATCH_POLL_MS = 15000
 
 
@@ -58,11 +60,11 @@ def _check_game_id(game_id: str) -> None:
 
 
 def _entry(version: int, kind: str, seat: int, action: Action | None, request_id: str,
-           events: list[Event], finished: bool) -> bytes:
+           events: list[Event], finished: bool, **extra: Any) -> bytes:
     doc = {
         "v": version, "kind": kind, "seat": seat,
         "action": action_id(action) if action is not None else None,
-        "rid": request_id, "finished": finished, "events": [to_data(e) for e in events],
+        "rid": request_id, "finished": finished, "events": [to_data(e) for e in events], **extra,
     }
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -120,6 +122,9 @@ class Games:
         if snap is None:
             self._cache.pop(game_id, None)
             raise not_found(game_id)
+        hit = self._cache.get(game_id)
+        if hit is not None and hit[0] == snap.version:
+            return hit  # a version names one snapshot: no need to decode it again
         try:
             match = match_from_bytes(snap.blob)
         except EngineError as exc:
@@ -163,7 +168,11 @@ class Games:
         seed = req.seed if req.HasField("seed") else secrets.randbits(64)
         deal = convert.deal_from_pb(req.deal) if req.HasField("deal") else None
         match, events = new_match(rules, seed, rounds, deal=deal)
-        entry = _entry(1, "create", -1, None, "", events, match.finished)
+        extra: dict[str, Any] = {"rounds": rounds}
+        if deal is not None:
+            extra["deal"] = {"hands": [list(h) for h in deal.hands], "floor": list(deal.floor),
+                             "stock": list(deal.stock), "dealer": deal.dealer}
+        entry = _entry(1, "create", -1, None, "", events, match.finished, **extra)
         blob = match_to_bytes(match)
         for _ in range(5):
             game_id = secrets.token_urlsafe(12)
@@ -187,6 +196,8 @@ class Games:
         return pb.GetGameResponse(view=self._view(req.game_id, version, match, seat), version=version)
 
     def _view(self, game_id: str, version: int, match: Match, seat: int | None) -> pb.GameView:
+        if seat is not None and not 0 <= seat < match.rules.players:
+            raise denied("NO_SUCH_SEAT", "the seat token names a seat this game does not have")
         return convert.view_to_pb(view(match.round, -1 if seat is None else seat), match, game_id, version)
 
     def _seat(self, caller: Caller, game_id: str) -> int:
@@ -323,19 +334,27 @@ class Games:
         seat = seat_in(caller, req.game_id)
         version, match = await self._load(req.game_id)
         if not caller.operator and not (seat is not None and match.finished):
-            raise denied("LOG_NOT_AVAILABLE", "the full log is for operators, or for the seats once the match is over")
-        out = pb.GetGameLogResponse(rules=convert.rules_to_pb(match.rules), seed=match.seed)
-        after = 0
-        while after < version:
-            batch = await self._timed("read_log", self.store.read_log(req.game_id, after))
-            if not batch:
-                break
-            for item in batch:
-                doc = _read_entry(item.entry)
-                entry = out.entries.add(version=item.version, seat=doc["seat"], request_id=doc["rid"])
-                if doc["action"] is not None:
-                    entry.action.CopyFrom(convert.action_to_pb(action_from_id(doc["action"])))
-                entry.events.extend(convert.event_to_pb(e) for e in doc["events"])
-                after = item.version
+            raise denied("LOG_NOT_AVAILABLE",
+                         "the full log is for operators, or for the seats once the match is over")
+        if req.after_version < 0 or req.page_size < 0:
+            raise invalid("BAD_PAGE", "after_version and page_size must not be negative")
+        page = min(req.page_size or LOG_PAGE, LOG_PAGE_MAX)
+        out = pb.GetGameLogResponse(rules=convert.rules_to_pb(match.rules), seed=match.seed,
+                                    rounds=match.rounds, version=version)
+        first = await self._timed("read_log", self.store.read_log(req.game_id, 0, 1))
+        if first:
+            deal = _read_entry(first[0].entry).get("deal")
+            if deal is not None:
+                out.deal.CopyFrom(pb.Deal(hands=[pb.Hand(cards=h) for h in deal["hands"]], floor=deal["floor"],
+                                          stock=deal["stock"], dealer=deal["dealer"]))
+        batch = await self._timed("read_log", self.store.read_log(req.game_id, req.after_version, page))
+        last = req.after_version
+        for item in batch:
+            doc = _read_entry(item.entry)
+            entry = out.entries.add(version=item.version, seat=doc["seat"], request_id=doc["rid"])
+            if doc["action"] is not None:
+                entry.action.CopyFrom(convert.action_to_pb(action_from_id(doc["action"])))
+            entry.events.extend(convert.event_to_pb(e) for e in doc["events"])
+            last = item.version
+        out.next_after_version = last if batch and last < version else 0
         return out
-

@@ -167,8 +167,16 @@ class Api:
         return response
 
     async def log(self, game: Game, metadata: Metadata = OPERATOR) -> pb.GetGameLogResponse:
+        """The whole log, every page of it merged into one response."""
         response: pb.GetGameLogResponse = await self.stub.GetGameLog(
             pb.GetGameLogRequest(game_id=game.id), metadata=metadata)
+        after = response.next_after_version
+        while after:
+            page = await self.stub.GetGameLog(pb.GetGameLogRequest(game_id=game.id, after_version=after),
+                                              metadata=metadata)
+            response.entries.extend(page.entries)
+            after = page.next_after_version
+        response.next_after_version = 0
         return response
 
     async def to_move(self, game: Game) -> tuple[int, pb.GameView]:

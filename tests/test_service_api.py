@@ -491,7 +491,8 @@ async def test_without_snapshot_cache(api: Api) -> None:
 async def test_corrupt_stored_game_is_data_loss(service_redis: RedisServer) -> None:
     async with running_server(config(service_redis.url)) as api:
         game = await api.create(seed=3)
-        service_redis.command("HSET", f"gostop:{{{game.id}}}:snap", "blob", b"not a snapshot")
+        # A new version with a corrupt blob (same-version snapshots are served from the process cache).
+        service_redis.command("HSET", f"gostop:{{{game.id}}}:snap", "version", "2", "blob", b"not a snapshot")
         loss = grpc.StatusCode.DATA_LOSS
         await expect(api.get(game), loss, "SNAPSHOT_CORRUPT")
         await expect(api.log(game), loss, "SNAPSHOT_CORRUPT")
