@@ -54,40 +54,62 @@ def _enum_prefix(enum_name: str) -> str:
     return _snake(enum_name).upper() + "_"
 
 
+_SCALAR, _REPEATED, _MESSAGE, _MESSAGES, _HANDS, _ENUM = range(6)
+_Plan = tuple[tuple[str, int, Any], ...]
+_PLANS: dict[tuple[type, type], _Plan] = {}
+
+
+def _plan(msg: Message, obj: Any) -> _Plan:
+    """How to copy ``obj``'s dataclass fields into ``msg``: worked out once per pair of types."""
+    fields = msg.DESCRIPTOR.fields_by_name
+    steps: list[tuple[str, int, Any]] = []
+    for f in dataclasses.fields(obj):
+        fd = fields.get(f.name)
+        if fd is None:
+            continue
+        if fd.message_type is not None:
+            if fd.is_repeated:
+                steps.append((f.name, _HANDS if fd.message_type.name == "Hand" else _MESSAGES, None))
+            else:
+                steps.append((f.name, _MESSAGE, None))
+        elif fd.enum_type is not None:
+            prefix = _enum_prefix(fd.enum_type.name)
+            numbers = {v.name.removeprefix(prefix).lower(): v.number for v in fd.enum_type.values}
+            steps.append((f.name, _ENUM, numbers))
+        else:
+            steps.append((f.name, _REPEATED if fd.is_repeated else _SCALAR, None))
+    return tuple(steps)
+
+
 def fill(msg: Message, obj: Any) -> Message:
     """Copy the fields of an engine dataclass into a message with the same field names."""
-    fields = msg.DESCRIPTOR.fields_by_name
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        fd = fields.get(f.name)
-        if fd is None or value is None:
+    key = (type(msg), type(obj))
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _plan(msg, obj)
+    for name, how, numbers in plan:
+        value = getattr(obj, name)
+        if value is None:
             continue
-        _set(msg, fd, value)
+        if how == _SCALAR:
+            setattr(msg, name, value)
+        elif how == _REPEATED:
+            getattr(msg, name).extend(value)
+        elif how == _MESSAGE:
+            fill(getattr(msg, name), value)
+        elif how == _MESSAGES:
+            target = getattr(msg, name)
+            for item in value:
+                fill(target.add(), item)
+        elif how == _HANDS:
+            target = getattr(msg, name)
+            for item in value:
+                target.add().cards.extend(item)
+        else:
+            setattr(msg, name, numbers[value.value if isinstance(value, Enum) else value])
     if isinstance(obj, Score):
         msg.total = obj.total  # type: ignore[attr-defined]
     return msg
-
-
-def _set(msg: Message, fd: Any, value: Any) -> None:
-    name = fd.name
-    if fd.message_type is not None:
-        target = getattr(msg, name)
-        if fd.is_repeated:
-            for item in value:
-                if fd.message_type.name == "Hand":
-                    target.add().cards.extend(item)
-                else:
-                    fill(target.add(), item)
-        else:
-            fill(target, value)
-        return
-    if fd.enum_type is not None:
-        prefix = _enum_prefix(fd.enum_type.name)
-        value = fd.enum_type.values_by_name[prefix + (value.value if isinstance(value, Enum) else value).upper()].number
-    if fd.is_repeated:
-        getattr(msg, name).extend(value)
-    else:
-        setattr(msg, name, value)
 
 
 # ----------------------------------------------------------------------------- rules
