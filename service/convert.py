@@ -7,6 +7,7 @@ generic: each dataclass field is copied to the message field of the same name.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from enum import Enum
 from typing import Any, Final
@@ -46,6 +47,7 @@ from .pb.gostop.v1 import game_pb2 as pb
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
 
+@functools.lru_cache(maxsize=None)
 def _snake(name: str) -> str:
     return _SNAKE.sub("_", name).lower()
 
@@ -121,7 +123,14 @@ _ENUM_RULES: Final = {
 
 
 def rules_to_pb(rules: Rules) -> pb.Rules:
-    """Every rule field, set."""
+    """Every rule field, set (a fresh message: callers may change it)."""
+    out = pb.Rules()
+    out.CopyFrom(_rules_pb(rules))
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _rules_pb(rules: Rules) -> pb.Rules:
     out = pb.Rules()
     for name in FIELDS:
         value = getattr(rules, name)
@@ -269,7 +278,7 @@ def view_to_pb(view: View, match: Match, game_id: str, version: int) -> pb.GameV
     if view.settlement is not None:
         fill(out.settlement, view.settlement)
     if view.rules is not None:
-        out.rules.CopyFrom(rules_to_pb(view.rules))
+        out.rules.CopyFrom(_rules_pb(view.rules))
     out.go_seq, out.steps = view.go_seq, view.steps
     if view.turn is not None:
         fill(out.turn, view.turn)
