@@ -31,10 +31,14 @@ SERVICE = "gostop.v1.GameService"
 
 
 class ObservingInterceptor(grpc.aio.ServerInterceptor):
-    """The one place where every call is timed, counted, logged and its errors mapped."""
+    """The one place where every call is timed, counted, logged and its errors mapped.
+
+    Wrapped handlers and their labelled metrics are built once per method, not per call.
+    """
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
+        self._wrapped: dict[str, tuple[Any, Any]] = {}
 
     async def intercept_service(
         self,
@@ -45,27 +49,42 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:
             return handler
         method: str = details.method
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = self._wrap(method, handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, method: str, handler: Any) -> Any:
         service, _, name = method.lstrip("/").rpartition("/")
         if service != SERVICE:
             return handler
         m = self.metrics
+        kind = "unary" if handler.unary_unary is not None else "server_stream"
+        started_count = m.started.labels(kind, service, name)
+        handling = m.handling.labels(kind, service, name)
+        sent = m.stream_sent.labels(kind, service, name)
+        handled: dict[grpc.StatusCode, Any] = {}
 
-        def finish(kind: str, started: float, code: grpc.StatusCode, context: Any) -> None:
+        def finish(started: float, code: grpc.StatusCode) -> None:
             elapsed = time.perf_counter() - started
-            m.handled.labels(kind, service, name, code.name).inc()
-            m.handling.labels(kind, service, name).observe(elapsed)
-            level = "info" if code is grpc.StatusCode.OK else "warning"
-            getattr(log, level)(
-                "rpc", rpc=name, code=code.name, duration_ms=round(elapsed * 1000, 3),
-                **structlog.contextvars.get_contextvars(),
-            )
+            counter = handled.get(code)
+            if counter is None:
+                counter = handled[code] = m.handled.labels(kind, service, name, code.name)
+            counter.inc()
+            handling.observe(elapsed)
+            if code is grpc.StatusCode.OK:
+                log.info("rpc", rpc=name, code=code.name, duration_ms=round(elapsed * 1000, 3))
+            else:
+                log.warning("rpc", rpc=name, code=code.name, duration_ms=round(elapsed * 1000, 3))
 
-        async def fail(kind: str, started: float, exc: BaseException, context: grpc.aio.ServicerContext) -> None:
+        async def fail(started: float, exc: BaseException, context: grpc.aio.ServicerContext) -> None:
             err = classify(exc)
             if err.code is grpc.StatusCode.INTERNAL:
                 log.error("internal error", rpc=name, exc_info=exc)
             structlog.contextvars.bind_contextvars(reason=err.reason)
-            finish(kind, started, err.code, context)
+            finish(started, err.code)
             status = to_status(err)
             await context.abort(status.code, status.details, status.trailing_metadata)
 
@@ -74,16 +93,16 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
 
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 structlog.contextvars.clear_contextvars()
-                m.started.labels("unary", service, name).inc()
+                started_count.inc()
                 started = time.perf_counter()
                 try:
                     response = await inner(request, context)
                 except asyncio.CancelledError:
-                    finish("unary", started, grpc.StatusCode.CANCELLED, context)
+                    finish(started, grpc.StatusCode.CANCELLED)
                     raise
                 except Exception as exc:
-                    await fail("unary", started, exc, context)
-                finish("unary", started, grpc.StatusCode.OK, context)
+                    await fail(started, exc, context)
+                finish(started, grpc.StatusCode.OK)
                 return response
 
             return grpc.unary_unary_rpc_method_handler(
@@ -95,18 +114,18 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
 
             async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 structlog.contextvars.clear_contextvars()
-                m.started.labels("server_stream", service, name).inc()
+                started_count.inc()
                 started = time.perf_counter()
                 try:
                     async for item in inner_stream(request, context):
-                        m.stream_sent.labels("server_stream", service, name).inc()
+                        sent.inc()
                         yield item
                 except asyncio.CancelledError:
-                    finish("server_stream", started, grpc.StatusCode.CANCELLED, context)
+                    finish(started, grpc.StatusCode.CANCELLED)
                     raise
                 except Exception as exc:
-                    await fail("server_stream", started, exc, context)
-                finish("server_stream", started, grpc.StatusCode.OK, context)
+                    await fail(started, exc, context)
+                finish(started, grpc.StatusCode.OK)
 
             return grpc.unary_stream_rpc_method_handler(
                 stream, request_deserializer=handler.request_deserializer,
