@@ -47,7 +47,7 @@ from .pb.gostop.v1 import game_pb2 as pb
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _snake(name: str) -> str:
     return _SNAKE.sub("_", name).lower()
 
