@@ -110,17 +110,22 @@ def state_to_bytes(state: State) -> bytes:
     return _dumps({"format": FORMAT_VERSION, "state": to_data(state)})
 
 
-def state_from_bytes(blob: bytes) -> State:
-    """Decode ``state_to_bytes`` output; ``CorruptSnapshot`` on any problem."""
+def _load_snapshot(blob: bytes, key: str) -> Any:
+    """The decoded value under ``key`` of a versioned snapshot; ``CorruptSnapshot`` on any problem."""
     try:
         doc = json.loads(blob)
         if doc.get("format") != FORMAT_VERSION:
             raise CorruptSnapshot(f"unsupported snapshot format {doc.get('format')!r}")
-        state = from_data(doc["state"])
+        return from_data(doc[key])
     except CorruptSnapshot:
         raise
     except Exception as exc:
         raise CorruptSnapshot(f"cannot decode snapshot: {exc}") from exc
+
+
+def state_from_bytes(blob: bytes) -> State:
+    """Decode ``state_to_bytes`` output; ``CorruptSnapshot`` on any problem."""
+    state = _load_snapshot(blob, "state")
     if not isinstance(state, State):
         raise CorruptSnapshot("snapshot does not hold a round state")
     return state
@@ -151,15 +156,7 @@ def match_to_bytes(match: Match) -> bytes:
 
 def match_from_bytes(blob: bytes) -> Match:
     """Decode ``match_to_bytes`` output; ``CorruptSnapshot`` on any problem."""
-    try:
-        doc = json.loads(blob)
-        if doc.get("format") != FORMAT_VERSION:
-            raise CorruptSnapshot(f"unsupported snapshot format {doc.get('format')!r}")
-        match = from_data(doc["match"])
-    except CorruptSnapshot:
-        raise
-    except Exception as exc:
-        raise CorruptSnapshot(f"cannot decode snapshot: {exc}") from exc
+    match = _load_snapshot(blob, "match")
     if not isinstance(match, Match):
         raise CorruptSnapshot("snapshot does not hold a match")
     return match
