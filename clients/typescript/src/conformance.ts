@@ -1,0 +1,280 @@
+// Runs the shared conformance scenarios (tests/conformance/scenarios/*.json) against a server.
+//
+//   node dist/src/conformance.js [--server host:port] [--operator-key KEY] [--scenarios DIR]
+//                                [--page-size N] [FILE…]
+//
+// The server also comes from GOSTOP_ADDRESS, the key from GOSTOP_OPERATOR_KEY, the folder from
+// GOSTOP_SCENARIOS (default: the repository's tests/conformance/scenarios). For each scenario it
+// creates the game with the operator key, submits every step with its seat's token at the version
+// it holds (with a request id), reads the whole log page by page (7 entries a page by default, so
+// that paging is exercised) and checks the final version, every entry's version, seat, action id
+// and action, every event, the last round's settlement and the named fields of the spectator's
+// final view, parsing the expected JSON into the proto messages and comparing messages (not
+// strings). Prints one line per scenario and `N passed, N failed`; exits 1 when one failed, 2
+// when none was found.
+
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import {
+  create,
+  equals,
+  fromJson,
+  toJsonString,
+  type DescMessage,
+  type JsonValue,
+  type MessageShape,
+} from "@bufbuild/protobuf";
+
+import {
+  ActionSchema,
+  CreateGameRequestSchema,
+  EventSchema,
+  GameViewSchema,
+  GostopClient,
+  SettlementSchema,
+  actionId,
+  seatToken,
+  type Settlement,
+  type TurnResult,
+} from "./client.js";
+
+interface Step {
+  seat: number;
+  action_id?: number;
+  /** Not in the base format: a step that deals the next round of a match instead of acting. */
+  start_next_round?: boolean;
+}
+
+interface ExpectedEntry {
+  version: number | string;
+  seat: number;
+  actionId: number | null;
+  /** The structured action (optional; null for a deal). */
+  action?: JsonValue | null;
+  events: JsonValue[];
+}
+
+/** The newest scenario format this runner understands. */
+const FORMAT = 1;
+
+interface Scenario {
+  format?: number;
+  name: string;
+  description?: string;
+  create: JsonValue;
+  steps: Step[];
+  expect: {
+    final_version: number | string;
+    log: ExpectedEntry[];
+    settlement?: JsonValue | null;
+    final_view_spectator?: Record<string, JsonValue>;
+  };
+}
+
+class Mismatch extends Error {}
+
+function check(condition: boolean, message: () => string): asserts condition {
+  if (!condition) {
+    throw new Mismatch(message());
+  }
+}
+
+function shorten(text: string, limit = 400): string {
+  return text.length <= limit ? text : `${text.slice(0, limit)}…`;
+}
+
+function checkMessage<Desc extends DescMessage>(
+  schema: Desc,
+  expected: MessageShape<Desc>,
+  actual: MessageShape<Desc>,
+  where: string,
+): void {
+  // Compared as messages; the JSON renderings only explain a difference.
+  check(equals(schema, expected, actual), () =>
+    `${where}: expected ${shorten(toJsonString(schema, expected))}, got ${shorten(toJsonString(schema, actual))}`,
+  );
+}
+
+async function runScenario(client: GostopClient, scenario: Scenario, pageSize: number): Promise<void> {
+  check((scenario.format ?? FORMAT) <= FORMAT, () => `scenario format ${scenario.format}, this runner reads ${FORMAT}`);
+  const game = await client.createGame(fromJson(CreateGameRequestSchema, scenario.create));
+  const gameId = game.gameId;
+  let version = game.version;
+  let last: TurnResult | undefined;
+  for (const [index, step] of scenario.steps.entries()) {
+    const token = seatToken(game, step.seat);
+    const requestId = `conformance-${index}`;
+    try {
+      if (step.action_id !== undefined) {
+        last = await client.submitAction({ gameId, token, expectedVersion: version, action: step.action_id, requestId });
+      } else if (step.start_next_round === true) {
+        last = await client.startNextRound({ gameId, token, expectedVersion: version, requestId });
+      } else {
+        throw new Mismatch(`step ${index}: neither action_id nor start_next_round`);
+      }
+    } catch (error) {
+      if (error instanceof Mismatch) {
+        throw error;
+      }
+      throw new Mismatch(`step ${index} (seat ${step.seat}, action ${step.action_id}): ${String(error)}`);
+    }
+    check(last.version === version + 1n, () => `step ${index}: version ${last?.version} after ${version}`);
+    version = last.version;
+  }
+
+  const expect = scenario.expect;
+  const finalVersion = BigInt(expect.final_version);
+  check(version === finalVersion, () => `final version ${version}, expected ${finalVersion}`);
+
+  const log = await client.getLog(gameId, { pageSize });
+  check(log.version === finalVersion, () => `log version ${log.version}, expected ${finalVersion}`);
+  check(
+    log.entries.length === expect.log.length,
+    () => `log has ${log.entries.length} entries, expected ${expect.log.length}`,
+  );
+  for (const [i, want] of expect.log.entries()) {
+    const got = log.entries[i];
+    if (got === undefined) {
+      throw new Mismatch(`log entry ${i} missing`);
+    }
+    const where = `log entry ${i} (version ${got.version})`;
+    check(got.version === BigInt(want.version), () => `${where}: version ${got.version}, expected ${want.version}`);
+    check(got.seat === want.seat, () => `${where}: seat ${got.seat}, expected ${want.seat}`);
+    const gotId = got.action === undefined ? null : actionId(got.action);
+    check(gotId === want.actionId, () => `${where}: action id ${gotId}, expected ${want.actionId}`);
+    if (want.action !== undefined && want.action !== null && got.action !== undefined) {
+      checkMessage(ActionSchema, fromJson(ActionSchema, want.action), got.action, `${where} action`);
+    }
+    check(
+      got.events.length === want.events.length,
+      () => `${where}: ${got.events.length} events, expected ${want.events.length}`,
+    );
+    for (const [j, json] of want.events.entries()) {
+      const gotEvent = got.events[j];
+      if (gotEvent === undefined) {
+        throw new Mismatch(`${where}: event ${j} missing`);
+      }
+      checkMessage(EventSchema, fromJson(EventSchema, json), gotEvent, `${where} event ${j}`);
+    }
+  }
+
+  if (expect.settlement !== undefined) {
+    // The last round's settlement: that of the last step's result (the deal's, without steps).
+    const got: Settlement | undefined = scenario.steps.length > 0 ? last?.settlement : game.view?.settlement;
+    if (expect.settlement === null) {
+      check(got === undefined, () => `settlement ${toJsonString(SettlementSchema, got as Settlement)}, expected none`);
+    } else {
+      check(got !== undefined, () => "no settlement in the last result");
+      checkMessage(SettlementSchema, fromJson(SettlementSchema, expect.settlement), got, "settlement");
+    }
+  }
+
+  if (expect.final_view_spectator !== undefined) {
+    const spectator = await client.getGame(gameId);
+    const actual = spectator.view;
+    check(actual !== undefined, () => "no spectator view");
+    const subset = expect.final_view_spectator;
+    const expected = fromJson(GameViewSchema, subset);
+    // Compare only the fields the subset names, as messages: copy those fields of the actual view.
+    const projected = create(GameViewSchema);
+    const record = projected as unknown as Record<string, unknown>;
+    const source = actual as unknown as Record<string, unknown>;
+    for (const key of Object.keys(subset)) {
+      const field = GameViewSchema.fields.find((f) => f.jsonName === key || f.name === key);
+      check(field !== undefined, () => `final_view_spectator: unknown field ${key}`);
+      record[field.localName] = source[field.localName];
+    }
+    checkMessage(GameViewSchema, expected, projected, "final spectator view");
+  }
+}
+
+interface Args {
+  server: string;
+  key: string;
+  dir: string;
+  pageSize: number;
+  files: string[];
+}
+
+function parseArgs(argv: string[]): Args {
+  const here = dirname(fileURLToPath(import.meta.url));
+  // dist/src/conformance.js → the repository root is four levels up.
+  const repoRoot = resolve(here, "..", "..", "..", "..");
+  let server = process.env["GOSTOP_ADDRESS"] ?? "127.0.0.1:50051";
+  let key = process.env["GOSTOP_OPERATOR_KEY"] ?? "";
+  let dir = process.env["GOSTOP_SCENARIOS"] ?? join(repoRoot, "tests", "conformance", "scenarios");
+  let pageSize = 7;
+  const files: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    const value = (): string => {
+      const next = argv[++i];
+      if (next === undefined) {
+        throw new Error(`${arg} needs a value`);
+      }
+      return next;
+    };
+    if (arg === "--server") {
+      server = value();
+    } else if (arg === "--operator-key") {
+      key = value();
+    } else if (arg === "--scenarios") {
+      dir = value();
+    } else if (arg === "--page-size") {
+      pageSize = Number.parseInt(value(), 10);
+    } else if (arg.startsWith("--")) {
+      throw new Error(`unknown option ${arg}`);
+    } else if (arg.endsWith(".json")) {
+      files.push(arg);
+    } else {
+      server = arg;
+    }
+  }
+  return { server, key, dir, pageSize, files };
+}
+
+async function main(): Promise<number> {
+  const { server, key, dir, pageSize, files } = parseArgs(process.argv.slice(2));
+  let paths = files;
+  if (paths.length === 0) {
+    let names: string[] = [];
+    try {
+      names = statSync(dir).isDirectory() ? readdirSync(dir) : [];
+    } catch {
+      names = [];
+    }
+    paths = names.filter((n) => n.endsWith(".json")).sort().map((n) => join(dir, n));
+  }
+  const client = new GostopClient({ address: server, apiKey: key || undefined });
+  let passed = 0;
+  let failed = 0;
+  for (const path of paths) {
+    let name = basename(path, ".json");
+    const started = performance.now();
+    try {
+      const scenario = JSON.parse(readFileSync(path, "utf8")) as Scenario;
+      name = scenario.name || name;
+      await runScenario(client, scenario, pageSize);
+      passed += 1;
+      console.log(`PASS ${name} (${Math.round(performance.now() - started)} ms)`);
+    } catch (error) {
+      failed += 1;
+      console.log(`FAIL ${name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  if (paths.length === 0) {
+    console.log(`no scenarios found in ${dir}`);
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  return failed > 0 ? 1 : paths.length === 0 ? 2 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(2);
+  },
+);
