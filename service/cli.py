@@ -1,4 +1,6 @@
-"""The ``gostop`` command: ``gostop serve`` runs the service; ``gostop demo`` plays a round."""
+"""The ``gostop`` command: ``gostop serve`` runs the service; ``gostop demo`` plays a round;
+``gostop tournament`` plays bots against each other through the service; ``gostop bot`` plays seats
+of a game with a bot; ``gostop play`` is a terminal game against bots."""
 
 from __future__ import annotations
 
@@ -24,7 +26,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--players", type=int, default=None)
     d.add_argument("--seed", type=int, default=2026)
     sub.add_parser("settings", help="print the table of server settings")
+    from gostop_client import tournament
+
+    tournament.add_arguments(sub.add_parser("tournament", help="a duplicate-deal bot tournament (docs/tournaments.md)"))
+    from gostop_client import play, runner
+
+    runner.add_bot_arguments(sub.add_parser("bot", help="play seats of a game with a bot (docs/clients.md)"))
+    play.add_play_arguments(sub.add_parser("play", help="play against bots in the terminal (docs/clients.md)"))
     args = parser.parse_args(argv)
+    if args.command == "bot":
+        return runner.bot_command(args)
+    if args.command == "play":
+        return play.play_command(args)
+    if args.command == "tournament":
+        return tournament.run_from_args(args)
     if args.command == "demo":
         return demo(args.preset, args.players, args.seed)
     if args.command == "settings":

@@ -1,0 +1,475 @@
+"""Information-set Monte Carlo search: determinized sampling of the bot's information set.
+
+Two search modes share the same parts; ``mode="flat"`` (the default) measured stronger at a
+budget of a few hundred iterations per decision.
+
+The parts:
+
+* **Determinize**: every iteration samples the hidden cards (other hands, stock order)
+  uniformly among those consistent with the bot's view (``engine.determinize.determinize``):
+  the bot never sees anything its seat may not see.
+* **Roll out** to the end of the round with a fast default policy on an in-place
+  ``engine.game.Playout`` (no views, no events, no frozen states): a one-ply capture
+  heuristic with dynamic set/denial worth (see ``rollout_action``) that always stops at
+  go/stop; ``epsilon`` adds random moves (0 by default: deterministic rollouts compare
+  actions best with common random numbers).
+* **Reward** per seat: +1 for the winner, −1 for the losers, 0 for everyone in a 나가리,
+  plus ``points_weight`` × clip(net points / ``points_scale``, ±1). The win/loss term
+  dominates (what wins rounds); the points term breaks ties between equally winning lines
+  and lowers the variance. The search decides go/stop itself: a stop is a sure win, so the
+  bot goes only when the sampled continuations make going worth more.
+
+``mode="flat"`` (root information set, sequential halving, common random numbers): each
+determinization, with one rollout seed, is played out after *every* surviving root action,
+so the actions are compared on the same hidden cards and the same rollout decisions (the
+paired difference has a far smaller variance than independent samples). The budget is split
+into ⌈log2 k⌉ phases; after each, the worse half of the actions (by mean reward + prior) is
+dropped. The answer is the best surviving action by mean reward plus a *prior*: greedy's
+values (``GreedyBot``'s heuristic) scaled to [−``prior_weight``, 0], so the samples override
+the heuristic only when they disagree by more than that margin.
+
+``mode="uct"`` (single-observer ISMCTS): one tree whose edges are action ids; at each node
+only the actions legal in the current sample are candidates and each candidate's
+availability count is raised (UCB1 uses it in place of the parent's visits); every seat picks
+by UCB1 on its own reward (opponents choose on the sample, the usual single-tree
+simplification); one untried action is expanded per iteration (in rollout-policy order);
+then the rollout and the back-up. The answer is the most visited root action.
+
+A decision with a single legal action returns at once. The budget is per decision:
+``iterations`` (rollouts) and/or ``millis`` (``time.perf_counter``); the first one reached
+ends the search.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Sequence
+from typing import Any, Final, Protocol, cast
+
+from engine import (
+    Action,
+    Bomb,
+    ChooseCapture,
+    ConvertGukjin,
+    JoinRound,
+    PlayCard,
+    SellGwang,
+    Stop,
+    View,
+    action_id,
+)
+from engine.cards import CHEONGDAN, CHODAN, GODORI, HONGDAN, KIND, MONTH, PI_VALUE, Kind
+from engine.determinize import determinize
+from engine.game import Playout
+from engine.state import Phase, State
+
+from .greedy import STATIC_VALUE, Situation
+
+DEFAULT_ITERATIONS: Final = 400
+
+_STOP: Final = Stop()
+_CONVERT: Final = ConvertGukjin()
+_JOIN: Final = JoinRound()
+_SELL: Final = SellGwang()
+
+
+class _SeatLike(Protocol):
+    @property
+    def hand(self) -> tuple[int, ...]: ...
+
+    @property
+    def captured(self) -> tuple[int, ...]: ...
+
+
+class Position(Protocol):
+    """What the rollout policy reads: a frozen ``State`` or a playout's working copy."""
+
+    @property
+    def phase(self) -> Phase: ...
+
+    @property
+    def to_move(self) -> int: ...
+
+    @property
+    def floor(self) -> Sequence[int]: ...
+
+    @property
+    def seats(self) -> Sequence[_SeatLike]: ...
+
+
+def position(playout: Playout) -> Position:
+    """The playout's live position, read without copying.
+
+    ``Playout`` has no public read access to its position; its working copy (``_w``) has
+    the same field names as ``State``. If that ever changes, fall back to ``state()``.
+    """
+    live = getattr(playout, "_w", None)
+    if live is None:  # pragma: no cover - engine internals changed
+        return playout.state()
+    return cast(Position, live)
+
+
+_VALUE: Final = STATIC_VALUE
+_SETS: Final = (GODORI, HONGDAN, CHEONGDAN, CHODAN)
+_SET_OF: Final = tuple(next((i for i, cs in enumerate(_SETS) if c in cs), -1) for c in range(51))
+_SET_POINTS: Final = (5.0, 3.0, 3.0, 3.0)
+_IS_GWANG: Final = tuple(KIND[c] is Kind.GWANG for c in range(51))
+_PIV: Final = PI_VALUE
+
+
+def rollout_action(pos: Position, legal: Sequence[Action], rng: random.Random, epsilon: float) -> Action:
+    """The default policy: ε-random, else the best one-ply capture by a cheap card worth.
+
+    A card's worth to the mover is its static worth (``greedy.STATIC_VALUE``) plus: the
+    set's points when it completes an alive 고도리/단 (+1 when it is the second card), 60% of
+    the set's points when it blocks an opponent holding two, +2 for a third 광 (+1.5 when an
+    opponent holds two), +0.5 per 피 point from 7 피 on. A capture is worth 1 + the played
+    card + the best floor card of its month (all three of a stack, +1); laying a card down
+    costs half its worth (a fifth when the mover holds its month again); a 폭탄 is always
+    taken; a 빈 내기 is worth 0; a little noise breaks ties. Capture choices take the better
+    card. 국진 is converted, go/stop stops, 4-player seats join and sell.
+    """
+    n = len(legal)
+    if n == 1:
+        return legal[0]
+    if epsilon > 0.0 and rng.random() < epsilon:
+        return legal[int(rng.random() * n)]
+    phase = pos.phase
+    if phase is Phase.PLAY or phase is Phase.CHOOSE_HAND or phase is Phase.CHOOSE_FLIP:
+        me = pos.to_move
+        mine = [0, 0, 0, 0]
+        theirs = [0, 0, 0, 0]
+        g_me = g_them = pi_me = 0
+        for s, seat in enumerate(pos.seats):
+            if s == me:
+                for c in seat.captured:
+                    k = _SET_OF[c]
+                    if k >= 0:
+                        mine[k] += 1
+                    elif _IS_GWANG[c]:
+                        g_me += 1
+                    else:
+                        pi_me += _PIV[c]
+            else:
+                g = 0
+                for c in seat.captured:
+                    k = _SET_OF[c]
+                    if k >= 0:
+                        theirs[k] += 1
+                    elif _IS_GWANG[c]:
+                        g += 1
+                g_them = max(g_them, g)
+        worth = list(_VALUE)
+        for k, cards in enumerate(_SETS):
+            bonus = 0.0
+            if theirs[k] == 0:
+                if mine[k] == 2:
+                    bonus += _SET_POINTS[k]
+                elif mine[k] == 1:
+                    bonus += 1.0
+            if mine[k] == 0 and theirs[k] == 2:
+                bonus += 0.6 * _SET_POINTS[k]
+            if bonus:
+                for c in cards:
+                    worth[c] += bonus
+        if g_me == 2 or g_them == 2:
+            bonus = (2.0 if g_me == 2 else 0.0) + (1.5 if g_them == 2 else 0.0)
+            for c in (0, 8, 28, 40, 44):
+                worth[c] += bonus
+        if phase is not Phase.PLAY:
+            choice = legal[0]
+            top = -1e9
+            for a in legal:
+                if type(a) is ChooseCapture and worth[a.card] > top:
+                    top, choice = worth[a.card], a
+            return choice
+        pi_bonus = 0.5 if pi_me >= 7 else 0.0
+        count = [0] * 13
+        best = [0.0] * 13
+        total = [0.0] * 13
+        for c in pos.floor:
+            m = MONTH[c]
+            count[m] += 1
+            v = worth[c] + pi_bonus * _PIV[c]
+            total[m] += v
+            if v > best[m]:
+                best[m] = v
+        held = [0] * 13
+        for c in pos.seats[me].hand:
+            held[MONTH[c]] += 1
+        choice = legal[0]
+        top = -1e9
+        for a in legal:
+            if type(a) is PlayCard:
+                c = a.card
+                m = MONTH[c]
+                k = count[m]
+                if k == 0:
+                    v = (-0.2 if held[m] >= 2 else -0.5) * worth[c] + (0.05 if a.shake else 0.0)
+                elif k == 3:
+                    v = 2.0 + worth[c] + total[m]
+                else:
+                    v = 1.0 + worth[c] + best[m]
+            elif type(a) is Bomb:
+                v = 20.0
+            else:
+                v = 0.0
+            v += rng.random() * 0.3
+            if v > top:
+                top, choice = v, a
+        return choice
+    if phase is Phase.GO_STOP:
+        return _STOP
+    if phase is Phase.GUKJIN:
+        return _CONVERT
+    if phase is Phase.SIT_OUT:
+        return _JOIN
+    if phase is Phase.GWANG_SALE:
+        return _SELL
+    return legal[0]  # pragma: no cover
+
+
+class _Node:
+    __slots__ = ("avail", "children", "seat", "total", "visits")
+
+    def __init__(self, seat: int) -> None:
+        self.seat = seat
+        """The seat that chose the action leading here (rewards are from its side)."""
+        self.children: dict[int, _Node] = {}
+        self.visits = 0
+        self.total = 0.0
+        self.avail = 0
+
+
+_ID_CACHE: dict[Action, int] = {}
+
+
+def _aid(a: Action) -> int:
+    ident = _ID_CACHE.get(a)
+    if ident is None:
+        ident = _ID_CACHE[a] = action_id(a)
+    return ident
+
+
+class MctsBot:
+    """Information-set Monte Carlo search with a fast heuristic rollout (see the module).
+
+    ``iterations`` / ``millis``: budget per decision (default ``DEFAULT_ITERATIONS`` when
+    neither is given); an iteration is one rollout. ``mode``: ``flat`` or ``uct``.
+    ``halving``: sequential halving of the root actions (flat). ``prior_weight``: weight of
+    greedy's opinion (flat). ``exploration``: UCB1 constant (uct). ``epsilon``: random-move
+    share of the rollout policy. ``points_weight`` / ``points_scale``: reward = ±1 for a
+    win/loss (0 for 나가리) + ``points_weight`` × clip(net points / ``points_scale``, ±1).
+    Deterministic for a given ``seed`` and view with an ``iterations`` budget.
+    """
+
+    def __init__(
+        self,
+        iterations: int | None = None,
+        millis: float | None = None,
+        seed: int = 0,
+        *,
+        exploration: float = 0.7,
+        epsilon: float = 0.0,
+        points_weight: float = 0.5,
+        points_scale: float = 20.0,
+        mode: str = "flat",
+        halving: bool = True,
+        prior_weight: float = 0.3,
+    ) -> None:
+        if iterations is None and millis is None:
+            iterations = DEFAULT_ITERATIONS
+        if iterations is not None and iterations < 1:
+            raise ValueError("iterations must be at least 1")
+        if millis is not None and millis <= 0:
+            raise ValueError("millis must be positive")
+        self.name = "mcts"
+        self.iterations = iterations
+        self.millis = millis
+        self.seed = seed
+        self.exploration = exploration
+        self.epsilon = epsilon
+        self.points_weight = points_weight
+        self.points_scale = points_scale
+        if mode not in ("flat", "uct"):
+            raise ValueError(f"mode must be 'flat' or 'uct', not {mode!r}")
+        self.mode = mode
+        self.halving = halving
+        self.prior_weight = prior_weight
+        self.last_iterations = 0
+        """Iterations run by the latest search (0 when the decision was forced)."""
+        self.last_root: dict[int, tuple[int, float]] = {}
+        """Latest search: root action id → (visits, mean reward)."""
+
+    def _decision_rng(self, view: View) -> random.Random:
+        me = view.seats[view.viewer]
+        key = hash((self.seed, view.viewer, view.steps, me.hand, view.floor, view.stock_count))
+        return random.Random(key)
+
+    def choose(self, view: View, legal: Sequence[Action]) -> Action:
+        if not legal:
+            raise ValueError("no legal action to choose from")
+        if len(legal) == 1:
+            self.last_iterations = 0
+            return legal[0]
+        rng = self._decision_rng(view)
+        if self.mode == "flat":
+            prior = self.prior(view, legal)
+            stats = self.search_flat(view, legal, rng, prior)
+            best = max(
+                range(len(legal)), key=lambda i: (stats[i][1], stats[i][0] + prior[i], -_aid(legal[i]))
+            )
+            self.last_root = {_aid(a): (stats[i][1], stats[i][0]) for i, a in enumerate(legal)}
+            return legal[best]
+        root = self.search(view, rng)
+        by_id = {_aid(a): a for a in legal}
+        ranked = sorted(
+            ((n.visits, n.total / n.visits if n.visits else 0.0, -i) for i, n in root.children.items() if i in by_id),
+            reverse=True,
+        )
+        if not ranked:  # pragma: no cover - every root action is legal in every sample
+            return legal[0]
+        self.last_root = {-k: (v, q) for v, q, k in ranked}
+        return by_id[-ranked[0][2]]
+
+    def prior(self, view: View, legal: Sequence[Action]) -> list[float]:
+        """Greedy's opinion of the root actions, scaled to [-prior_weight, 0] (0: its favourite).
+
+        Added to the sampled mean rewards: the search overrides the heuristic only when the
+        samples disagree by more than the heuristic's margin. Used for plays and capture
+        choices; go/stop and the other decisions are left to the samples.
+        """
+        if not self.prior_weight or view.phase not in (Phase.PLAY, Phase.CHOOSE_HAND, Phase.CHOOSE_FLIP):
+            return [0.0] * len(legal)
+        sit = Situation(view)
+        values = [sit.value(a) for a in legal]
+        top, low = max(values), min(values)
+        span = top - low
+        if span <= 1e-9:
+            return [0.0] * len(legal)
+        return [self.prior_weight * (v - top) / span for v in values]
+
+    def search_flat(
+        self, view: View, legal: Sequence[Action], rng: random.Random, prior: Sequence[float] | None = None
+    ) -> list[tuple[float, int]]:
+        """Root-only search with common random numbers and sequential halving.
+
+        Every determinization (and rollout seed) is shared by all surviving root actions, so
+        their rewards are compared on the same hidden cards. Returns (mean, samples) per action.
+        """
+        k = len(legal)
+        sums = [0.0] * k
+        counts = [0] * k
+        alive = list(range(k))
+        start = time.perf_counter()
+        deadline = math.inf if self.millis is None else start + self.millis / 1000.0
+        limit = self.iterations if self.iterations is not None else 1 << 60
+        rounds = max(1, math.ceil(math.log2(k))) if self.halving else 1
+        done = 0
+        phase_start = 0
+        phase = 0
+        eps = self.epsilon
+        while done < limit:
+            sample = determinize(view, rng)
+            seed = rng.getrandbits(63)
+            for i in alive:
+                p = Playout(sample)
+                pos = position(p)
+                p.apply(legal[i])
+                r = random.Random(seed)
+                while not p.over:
+                    p.apply(rollout_action(pos, p.legal_actions(), r, eps))
+                sums[i] += self._rewards(p)[view.viewer]
+                counts[i] += 1
+            done += len(alive)
+            now = time.perf_counter()
+            if now >= deadline:
+                break
+            if phase < rounds - 1 and len(alive) > 2:
+                if self.millis is not None:
+                    rate = done / max(now - start, 1e-9)
+                    total = min(limit, done + rate * (deadline - now))
+                else:
+                    total = limit
+                if done - phase_start >= total / rounds:
+                    alive.sort(key=lambda i: (-sums[i] / counts[i] - (prior[i] if prior else 0.0), i))
+                    alive = sorted(alive[: max(2, (len(alive) + 1) // 2)])
+                    phase += 1
+                    phase_start = done
+        self.last_iterations = done
+        return [(sums[i] / counts[i] if counts[i] else -math.inf, counts[i]) for i in range(k)]
+
+    def search(self, view: View, rng: random.Random) -> _Node:
+        """Run the budgeted search from ``view``; return the root node."""
+        root = _Node(-1)
+        deadline = math.inf if self.millis is None else time.perf_counter() + self.millis / 1000.0
+        limit = self.iterations if self.iterations is not None else 1 << 60
+        done = 0
+        while done < limit:
+            self._iterate(root, determinize(view, rng), rng)
+            done += 1
+            if time.perf_counter() >= deadline:
+                break
+        self.last_iterations = done
+        return root
+
+    def _iterate(self, root: _Node, sample: State, rng: random.Random) -> None:
+        p = Playout(sample)
+        pos = position(p)
+        node = root
+        path = [root]
+        c = self.exploration
+        eps = self.epsilon
+        while not p.over:
+            legal = p.legal_actions()
+            mover = p.to_move
+            children = node.children
+            untried: list[Action] = []
+            for a in legal:
+                child = children.get(_aid(a))
+                if child is None:
+                    untried.append(a)
+                else:
+                    child.avail += 1
+            if untried:
+                a = rollout_action(pos, untried, rng, 0.0) if len(untried) > 1 else untried[0]
+                child = children[_aid(a)] = _Node(mover)
+                child.avail = 1
+                p.apply(a)
+                path.append(child)
+                break
+            best = None
+            best_action: Action = legal[0]
+            top = -math.inf
+            for a in legal:
+                ch = children[_aid(a)]
+                u = ch.total / ch.visits + c * math.sqrt(math.log(ch.avail) / ch.visits)
+                if u > top:
+                    top, best, best_action = u, ch, a
+            assert best is not None
+            p.apply(best_action)
+            node = best
+            path.append(node)
+        while not p.over:
+            p.apply(rollout_action(pos, p.legal_actions(), rng, eps))
+        rewards = self._rewards(p)
+        for n in path:
+            n.visits += 1
+            if n.seat >= 0:
+                n.total += rewards[n.seat]
+
+    def _rewards(self, p: Playout) -> list[float]:
+        settlement = cast(Any, position(p)).settlement
+        points: tuple[int, ...] = settlement.points
+        winner: int = settlement.winner
+        out = [0.0 if winner < 0 else (1.0 if s == winner else -1.0) for s in range(len(points))]
+        if self.points_weight:
+            w, scale = self.points_weight, self.points_scale
+            for s, pts in enumerate(points):
+                out[s] += w * max(-1.0, min(1.0, pts / scale))
+        return out
+
+
+__all__ = ["DEFAULT_ITERATIONS", "MctsBot", "Position", "position", "rollout_action"]
