@@ -1,0 +1,90 @@
+# The gostop game service image: `docker build -t gostop:0.1.0 .`
+#
+# Two stages: `build` makes a virtual environment in /opt/venv, generates the gRPC code from proto/
+# into service/pb and installs the project into the venv (non-editable, so the venv is
+# self-contained); the final stage is python:3.11-slim with that venv only: no compilers, no
+# pip cache, no sources, running as an unprivileged numeric user. See docs/kubernetes.md.
+
+ARG PYTHON_IMAGE=python:3.11-slim
+
+FROM ${PYTHON_IMAGE} AS build
+# pip compiles the bytecode at install time: the read-only root filesystem of the pods cannot take it later.
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+WORKDIR /src
+# Build tools and the code generator first (their own layer: they change less often than the code).
+# grpcio-tools is pinned to the version the tests generate with; `pip install .` keeps it.
+ARG PIP_VERSION=26.3
+ARG SETUPTOOLS_VERSION=84.2.1
+ARG WHEEL_VERSION=0.46.3
+ARG GRPCIO_TOOLS_VERSION=1.85.1
+RUN pip install "pip==${PIP_VERSION}" "setuptools==${SETUPTOOLS_VERSION}" "wheel==${WHEEL_VERSION}" \
+    "grpcio-tools==${GRPCIO_TOOLS_VERSION}"
+COPY pyproject.toml README.md ./
+COPY proto ./proto
+COPY scripts/gen_proto.py ./scripts/gen_proto.py
+COPY engine ./engine
+COPY service ./service
+COPY clients/python ./clients/python
+# Generate service/pb (with its __init__.py files) before installing, so the wheel carries it; then
+# import it from the venv (-I: not from /src) to prove it was installed.
+RUN python scripts/gen_proto.py \
+    && pip install . \
+    && python -I -c "import service.pb.gostop.v1.game_pb2_grpc, service.server, engine" \
+    && gostop settings > /dev/null
+# gostop-healthcheck [SERVICE]: the probe of HEALTHCHECK (and of the Helm chart when the server
+# serves TLS, which the kubelet's gRPC probes cannot speak): grpc.health.v1 Check of SERVICE
+# (default gostop.v1.GameService) on the port of GOSTOP_LISTEN; exit 0 when SERVING.
+RUN printf '%s\n' \
+    '#!/opt/venv/bin/python' \
+    'import os, sys' \
+    'import grpc' \
+    'from grpc_health.v1 import health_pb2, health_pb2_grpc' \
+    'port = os.environ.get("GOSTOP_LISTEN", "127.0.0.1:50051").rpartition(":")[2]' \
+    'service = sys.argv[1] if len(sys.argv) > 1 else "gostop.v1.GameService"' \
+    'target, cert = f"127.0.0.1:{port}", os.environ.get("GOSTOP_TLS_CERT", "")' \
+    'if cert:' \
+    '    with open(os.environ.get("GOSTOP_HEALTHCHECK_CA") or cert, "rb") as roots:' \
+    '        credentials = grpc.ssl_channel_credentials(roots.read())' \
+    '    name = os.environ.get("GOSTOP_HEALTHCHECK_SERVER_NAME", "")' \
+    '    channel = grpc.secure_channel(target, credentials, [("grpc.ssl_target_name_override", name)] if name else [])' \
+    'else:' \
+    '    channel = grpc.insecure_channel(target)' \
+    'try:' \
+    '    request = health_pb2.HealthCheckRequest(service=service)' \
+    '    status = health_pb2_grpc.HealthStub(channel).Check(request, timeout=3).status' \
+    'except grpc.RpcError as error:' \
+    '    sys.exit(f"unhealthy: {error.code().name}")' \
+    'print(health_pb2.HealthCheckResponse.ServingStatus.Name(status))' \
+    'sys.exit(0 if status == health_pb2.HealthCheckResponse.SERVING else 1)' \
+    > /opt/venv/bin/gostop-healthcheck \
+    && chmod 0755 /opt/venv/bin/gostop-healthcheck
+
+FROM ${PYTHON_IMAGE} AS runtime
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.title="gostop" \
+      org.opencontainers.image.description="Go-Stop rules engine and gRPC game service" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
+RUN groupadd --system --gid 10001 gostop \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+       --shell /usr/sbin/nologin gostop
+COPY --from=build /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    MPLCONFIGDIR=/tmp/matplotlib \
+    GOSTOP_LISTEN=0.0.0.0:50051 \
+    GOSTOP_METRICS_HOST=0.0.0.0 \
+    GOSTOP_METRICS_PORT=9464 \
+    GOSTOP_LOG_FORMAT=json
+WORKDIR /tmp
+USER 10001:10001
+# gRPC (GOSTOP_LISTEN) and Prometheus metrics (GOSTOP_METRICS_PORT).
+EXPOSE 50051 9464
+HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 CMD ["gostop-healthcheck"]
+# SIGTERM starts the graceful stop: NOT_SERVING, then GOSTOP_DRAIN_SECONDS of draining.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["gostop", "serve"]

@@ -1,0 +1,106 @@
+{{/* Names, labels and the checks every template shares. */}}
+
+{{- define "gostop.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "gostop.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gostop.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of every object; "component" is passed by the caller. */}}
+{{- define "gostop.labels" -}}
+helm.sh/chart: {{ include "gostop.chart" .root }}
+app.kubernetes.io/name: {{ include "gostop.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: gostop
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+{{- end }}
+
+{{- define "gostop.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gostop.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "gostop.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{- define "gostop.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "gostop.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding GOSTOP_TOKEN_SECRET and the other secret settings. */}}
+{{- define "gostop.secretName" -}}
+{{- default (include "gostop.fullname" .) .Values.secrets.existingSecret }}
+{{- end }}
+
+{{- define "gostop.redisName" -}}
+{{- printf "%s-redis" (include "gostop.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* "external", "inChart" or "memory". */}}
+{{- define "gostop.store" -}}
+{{- if .Values.redis.url }}external{{ else if .Values.redis.inChart.enabled }}inChart{{ else }}memory{{ end }}
+{{- end }}
+
+{{/* host:port the gRPC server binds (GOSTOP_LISTEN). */}}
+{{- define "gostop.listen" -}}
+{{- printf "%s:%d" .Values.listenHost (int .Values.ports.grpc) }}
+{{- end }}
+
+{{/* The in-cluster address of the service (for the tournament Job). */}}
+{{- define "gostop.serverAddress" -}}
+{{- printf "%s.%s.svc:%d" (include "gostop.fullname" .) .Release.Namespace (int .Values.ports.grpc) }}
+{{- end }}
+
+{{/* PromQL label matchers of this release's series. */}}
+{{- define "gostop.promSelector" -}}
+{{- default (printf "job=%q, namespace=%q" (include "gostop.fullname" .) .Release.Namespace) .Values.metrics.prometheusRule.selector }}
+{{- end }}
+
+{{/* Refuse combinations that install but cannot work. */}}
+{{- define "gostop.validate" -}}
+{{- $store := include "gostop.store" . }}
+{{- if and (eq $store "memory") (or .Values.autoscaling.enabled (gt (int .Values.replicaCount) 1)) }}
+{{- fail "the memory store keeps games inside one process: set redis.url (or redis.inChart.enabled) to run more than one replica or to autoscale" }}
+{{- end }}
+{{- $drain := float64 .Values.config.drainSeconds }}
+{{- $needed := addf $drain (float64 .Values.preStopSleepSeconds) }}
+{{- if le (float64 .Values.terminationGracePeriodSeconds) $needed }}
+{{- fail (printf "terminationGracePeriodSeconds (%v) must be more than preStopSleepSeconds + config.drainSeconds (%v), or calls are cut before the drain ends" .Values.terminationGracePeriodSeconds $needed) }}
+{{- end }}
+{{- if and .Values.tls.enabled (not .Values.tls.secretName) }}
+{{- fail "tls.enabled needs tls.secretName (a kubernetes.io/tls Secret)" }}
+{{- end }}
+{{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
+{{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
+{{- end }}
+{{- if and .Values.grpcRoute.enabled (not .Values.grpcRoute.parentRefs) }}
+{{- fail "grpcRoute.enabled needs grpcRoute.parentRefs (the Gateway to attach to)" }}
+{{- end }}
+{{- end }}
