@@ -30,6 +30,9 @@ from engine import Rules, Settlement, apply, legal_actions, new_round, view
 from .bots import BOT_NAMES, make_bot
 from .bots.base import Bot
 
+SLOW = 0.2
+"""Decision time (seconds) counted as slow in ``Timing.slow`` (the 200 ms budget of a bot)."""
+
 
 @dataclass
 class Timing:
@@ -38,6 +41,8 @@ class Timing:
     decisions: int = 0
     total: float = 0.0
     max: float = 0.0
+    slow: int = 0
+    """Decisions that took longer than ``SLOW`` seconds."""
     searches: int = 0
     """Decisions that ran a search (bots reporting ``last_iterations`` > 0)."""
     search_time: float = 0.0
@@ -47,6 +52,8 @@ class Timing:
         self.decisions += 1
         self.total += seconds
         self.max = max(self.max, seconds)
+        if seconds > SLOW:
+            self.slow += 1
         if iterations > 0:
             self.searches += 1
             self.search_time += seconds
@@ -56,6 +63,7 @@ class Timing:
         self.decisions += other.decisions
         self.total += other.total
         self.max = max(self.max, other.max)
+        self.slow += other.slow
         self.searches += other.searches
         self.search_time += other.search_time
         self.iterations += other.iterations
@@ -101,8 +109,11 @@ class BotSpec:
     seed: int = 0
     options: Mapping[str, Any] = field(default_factory=dict)
 
-    def build(self) -> Bot:
-        return make_bot(self.name, self.seed, **self.options)
+    def build(self, deal: int | None = None) -> Bot:
+        """The bot; for ``deal`` given, seeded for that deal (so results do not depend on
+        which worker plays which deal, or in what order)."""
+        seed = self.seed if deal is None else (self.seed * 1_000_003 + deal) % (1 << 63)
+        return make_bot(self.name, seed, **self.options)
 
 
 @dataclass(frozen=True)
@@ -212,7 +223,7 @@ def summarize(results: Sequence[RoundResult], timings: Mapping[str, Timing] | No
     half = 1.959964 * statistics.stdev(deal_means) / math.sqrt(len(deal_means)) if len(deal_means) > 1 else math.inf
     times = {
         k: {
-            "decisions": t.decisions, "mean_ms": 1000 * t.mean, "max_ms": 1000 * t.max,
+            "decisions": t.decisions, "mean_ms": 1000 * t.mean, "max_ms": 1000 * t.max, "over_200ms": t.slow,
             "searches": t.searches, "iterations_per_search": t.iterations / t.searches if t.searches else 0.0,
             "iterations_per_second": t.iterations / t.search_time if t.search_time else 0.0,
         }
@@ -231,13 +242,19 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_init(rules: Rules, spec_a: BotSpec, spec_b: BotSpec, first_seed: int) -> None:
-    _WORKER.update(rules=rules, a=spec_a.build(), b=spec_b.build(), first_seed=first_seed)
+    _WORKER.update(rules=rules, a=spec_a, b=spec_b, first_seed=first_seed)
+
+
+def _spec_deal(
+    rules: Rules, deal: int, spec_a: BotSpec, spec_b: BotSpec, first_seed: int
+) -> tuple[list[RoundResult], dict[str, Timing]]:
+    timings = {"a": Timing(), "b": Timing()}
+    results = play_deal(rules, deal, spec_a.build(deal), spec_b.build(deal), first_seed, timings)
+    return results, timings
 
 
 def _worker_deal(deal: int) -> tuple[list[RoundResult], dict[str, Timing]]:
-    timings = {"a": Timing(), "b": Timing()}
-    results = play_deal(_WORKER["rules"], deal, _WORKER["a"], _WORKER["b"], _WORKER["first_seed"], timings)
-    return results, timings
+    return _spec_deal(_WORKER["rules"], deal, _WORKER["a"], _WORKER["b"], _WORKER["first_seed"])
 
 
 def duplicate_match(
@@ -253,8 +270,9 @@ def duplicate_match(
 ) -> list[RoundResult]:
     """Play ``deals`` deals under every seat assignment; return the rounds in deal order.
 
-    With ``workers > 1`` the deals run in worker processes and both bots must be
-    ``BotSpec``s (each worker builds its own bots). ``timings`` (keys ``a`` and ``b``)
+    Bots given as ``BotSpec`` are built afresh for every deal (seeded by the deal), so the
+    results do not depend on the number of workers. With ``workers > 1`` the deals run in
+    worker processes and both bots must be ``BotSpec``s. ``timings`` (keys ``a`` and ``b``)
     collects decision times; ``progress(deals_done, results_so_far)`` is called after each deal.
     """
     timings = timings if timings is not None else {}
@@ -262,10 +280,16 @@ def duplicate_match(
     timings.setdefault("b", Timing())
     results: list[RoundResult] = []
     if workers <= 1:
-        a = bot_a.build() if isinstance(bot_a, BotSpec) else bot_a
-        b = bot_b.build() if isinstance(bot_b, BotSpec) else bot_b
         for deal in range(deals):
-            results += play_deal(rules, deal, a, b, first_seed, timings)
+            if isinstance(bot_a, BotSpec) and isinstance(bot_b, BotSpec):
+                rounds, t = _spec_deal(rules, deal, bot_a, bot_b, first_seed)
+                timings["a"].merge(t["a"])
+                timings["b"].merge(t["b"])
+            else:
+                a = bot_a.build(deal) if isinstance(bot_a, BotSpec) else bot_a
+                b = bot_b.build(deal) if isinstance(bot_b, BotSpec) else bot_b
+                rounds = play_deal(rules, deal, a, b, first_seed, timings)
+            results += rounds
             if progress is not None:
                 progress(deal + 1, results)
         return results
@@ -321,7 +345,7 @@ def format_summary(name_a: str, name_b: str, s: Summary) -> Iterator[str]:
         if t:
             yield (
                 f"  {key.upper()} {label}: {int(t['decisions'])} decisions, "
-                f"mean {t['mean_ms']:.1f} ms, max {t['max_ms']:.1f} ms"
+                f"mean {t['mean_ms']:.1f} ms, max {t['max_ms']:.1f} ms, {int(t['over_200ms'])} over 200 ms"
                 + (
                     f"; {int(t['searches'])} searches, {t['iterations_per_search']:.0f} iterations each, "
                     f"{t['iterations_per_second']:.0f} iterations/s"

@@ -277,7 +277,7 @@ class MctsBot:
         points_scale: float = 20.0,
         mode: str = "flat",
         halving: bool = True,
-        prior_weight: float = 0.3,
+        prior_weight: float = 0.5,
     ) -> None:
         if iterations is None and millis is None:
             iterations = DEFAULT_ITERATIONS
