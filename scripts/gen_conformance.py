@@ -49,7 +49,7 @@ from engine import (
     next_round,
     view,
 )
-from engine.cards import MONTH, is_bonus
+from engine.deals import scripted_deal
 from engine.events import Event, RoundSettled
 from service import convert
 from service.pb.gostop.v1 import game_pb2 as pb
@@ -68,39 +68,7 @@ JsonObject = dict[str, Any]
 # every other card a filler in ascending id order.
 
 
-def make_deal(
-    rules: Rules,
-    hands: Sequence[Sequence[int]],
-    floor: Sequence[int],
-    stock: Sequence[int] = (),
-    *,
-    dealer: int = 0,
-    allow_four: bool = False,
-) -> Deal:
-    """An explicit deal: ``floor`` complete, ``hands`` topped up, ``stock`` listed top first.
-
-    Hands are topped up with the unnamed month cards in ascending id order, one card per seat in
-    turn; the remaining month cards follow ``stock`` in ascending order and the unnamed bonus cards
-    go to the very bottom. A hand holding four of a month is refused unless ``allow_four``.
-    """
-    assert len(floor) == rules.floor_size, "give the whole floor"
-    named = [c for h in hands for c in h] + list(floor) + list(stock)
-    assert len(named) == len(set(named)), "a card is named twice"
-    rest = [c for c in range(rules.deck_size) if c not in set(named)]
-    fillers = [c for c in rest if not is_bonus(c)]
-    bonus = [c for c in rest if is_bonus(c)]
-    full = [list(h) for h in hands] + [[] for _ in range(rules.players - len(hands))]
-    seat = 0
-    while any(len(h) < rules.hand_size for h in full):
-        if len(full[seat]) < rules.hand_size:
-            full[seat].append(fillers.pop(0))
-        seat = (seat + 1) % len(full)
-    if not allow_four:
-        for h in full:
-            months = [MONTH[c] for c in h if not is_bonus(c)]
-            assert all(months.count(m) < 4 for m in months), f"four of a month in {h}"
-    return Deal(tuple(tuple(sorted(h)) for h in full), tuple(floor), tuple(stock) + tuple(fillers) + tuple(bonus),
-                dealer)
+make_deal = scripted_deal
 
 
 # Whole 2-player rounds from a quiet pattern over eleven months (see tests/test_special_events.py):

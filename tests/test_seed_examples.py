@@ -17,7 +17,6 @@ from engine import (
     Action,
     Bomb,
     ChooseCapture,
-    Deal,
     Event,
     FlipOnly,
     Go,
@@ -33,7 +32,7 @@ from engine import (
     score,
     seat_score,
 )
-from engine.cards import MONTH, is_bonus
+from engine.deals import scripted_deal
 from engine.events import (
     Bombed,
     Captured,
@@ -56,37 +55,7 @@ E = TypeVar("E")
 A, B, C = 0, 1, 2
 
 
-def make_deal(
-    rules: Rules,
-    hands: Sequence[Sequence[int]],
-    floor: Sequence[int],
-    stock: Sequence[int] = (),
-    *,
-    dealer: int = 0,
-) -> Deal:
-    """An explicit deal: ``floor`` complete, ``hands`` topped up, ``stock`` listed top first.
-
-    Every card not named anywhere is a filler: hands are topped up with fillers in ascending id
-    order, one card per seat in turn; the other month cards follow ``stock`` in ascending order and
-    the unnamed bonus cards go to the very bottom, so a short script never flips them.
-    """
-    assert len(floor) == rules.floor_size, "give the whole floor"
-    named = [c for h in hands for c in h] + list(floor) + list(stock)
-    assert len(named) == len(set(named)), "a card is named twice"
-    rest = [c for c in range(rules.deck_size) if c not in set(named)]
-    fillers = [c for c in rest if not is_bonus(c)]
-    bonus = [c for c in rest if is_bonus(c)]
-    full = [list(h) for h in hands] + [[] for _ in range(rules.players - len(hands))]
-    seat = 0
-    while any(len(h) < rules.hand_size for h in full):
-        if len(full[seat]) < rules.hand_size:
-            full[seat].append(fillers.pop(0))
-        seat = (seat + 1) % len(full)
-    for h in full:
-        months = [MONTH[c] for c in h if not is_bonus(c)]
-        assert all(months.count(m) < 4 for m in months), f"four of a month in {h}"
-    stock = tuple(stock) + tuple(fillers) + tuple(bonus)
-    return Deal(tuple(tuple(sorted(h)) for h in full), tuple(floor), stock, dealer)
+make_deal = scripted_deal
 
 
 def play(state: State, *actions: Action) -> tuple[State, list[Event]]:

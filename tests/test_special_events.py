@@ -38,6 +38,7 @@ from engine import (
     seat_score,
 )
 from engine.cards import MONTH, is_bonus
+from engine.deals import scripted_deal
 from engine.events import (
     Bombed,
     BonusCaptured,
@@ -77,40 +78,7 @@ A, B, C, D = 0, 1, 2, 3
 # ----------------------------------------------------------------------------- helpers
 
 
-def make_deal(
-    rules: Rules,
-    hands: Sequence[Sequence[int]],
-    floor: Sequence[int],
-    stock: Sequence[int] = (),
-    *,
-    dealer: int = 0,
-    allow_four: bool = False,
-) -> Deal:
-    """An explicit deal: ``floor`` complete, ``hands`` topped up, ``stock`` listed top first.
-
-    Every card not named anywhere is a filler. Hands are topped up with fillers in ascending id
-    order, one card per seat in turn; the remaining month cards follow ``stock`` in ascending order
-    and the unnamed bonus cards go to the very bottom, so a short script never flips them. A hand
-    holding four of a month is refused unless ``allow_four`` (총통 and redeal tests).
-    """
-    assert len(floor) == rules.floor_size, "give the whole floor"
-    named = [c for h in hands for c in h] + list(floor) + list(stock)
-    assert len(named) == len(set(named)), "a card is named twice"
-    rest = [c for c in range(rules.deck_size) if c not in set(named)]
-    fillers = [c for c in rest if not is_bonus(c)]
-    bonus = [c for c in rest if is_bonus(c)]
-    full = [list(h) for h in hands] + [[] for _ in range(rules.players - len(hands))]
-    seat = 0
-    while any(len(h) < rules.hand_size for h in full):
-        if len(full[seat]) < rules.hand_size:
-            full[seat].append(fillers.pop(0))
-        seat = (seat + 1) % len(full)
-    if not allow_four:
-        for h in full:
-            months = [MONTH[c] for c in h if not is_bonus(c)]
-            assert all(months.count(m) < 4 for m in months), f"four of a month in {h}"
-    stock = tuple(stock) + tuple(fillers) + tuple(bonus)
-    return Deal(tuple(tuple(sorted(h)) for h in full), tuple(floor), stock, dealer)
+make_deal = scripted_deal
 
 
 def start(rules: Rules, deal: Deal, seed: int = 1, carry: bool = False) -> tuple[State, list[Event]]:
