@@ -61,6 +61,7 @@ from engine import Deal, Rules, action_id, new_round
 from engine.events import BonusCaptured, Dealt
 from service.pb.gostop.v1 import game_pb2 as pb
 
+from .arena import wilson as wilson
 from .client import AsyncGostopClient, GostopError, PermissionDenied, StaleVersion, Unauthenticated
 from .convert import rules_from_pb, view_from_pb
 
@@ -544,17 +545,6 @@ def _settings(options: Options) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ statistics
-
-
-def wilson(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (``(0, 1)`` without trials)."""
-    if trials == 0:
-        return (0.0, 1.0)
-    p = successes / trials
-    denom = 1 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denom
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 _T975: Final = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
