@@ -255,6 +255,12 @@ class Games:
         except EngineError:
             if await self._replay(game_id, request_id, digest, result):
                 return
+            # The match may be this process's cached copy while another replica moved the game
+            # on: the rules' verdict on an old version is no answer, the version conflict is.
+            snap = await self._timed("load", self.store.load(game_id))
+            if snap is not None and snap.version != expected:
+                self.metrics.conflicts.inc()
+                raise stale(snap.version, expected) from None
             raise
         new_version = version + 1
         result.version = new_version
