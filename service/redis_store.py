@@ -37,6 +37,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urlsplit
 
+import hiredis
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
@@ -51,6 +52,7 @@ from service.memory_store import (
     check_game_id,
     check_ttl,
 )
+from service.resp import RespClient
 from service.store_api import (
     CommitResult,
     Committed,
@@ -192,6 +194,7 @@ class RedisStore:
         read_timeout: float = 2.0,
         retries: int = 1,
         closers: Sequence[Callable[[], Awaitable[None]]] = (),
+        fast: RespClient | None = None,
     ) -> None:
         """Wrap ready clients (``from_url`` builds them). ``blocking_client`` serves ``wait_log``
         (default: ``client``); its socket read timeout must exceed ``max_block_ms``.
@@ -201,7 +204,9 @@ class RedisStore:
         call: twice that, as a script call may take a few round trips: NOSCRIPT fallback,
         Cluster redirects or topology refresh; a blocking read: its block plus their sum).
         ``retries``: how many times reads are retried after a connection error. ``closers``
-        are awaited by ``close`` after the clients (e.g. a Sentinel manager's)."""
+        are awaited by ``close`` after the clients (e.g. a Sentinel manager's). ``fast``, for a
+        standalone server, carries the hot commands (create, load, commit, request lookup) over
+        one pipelined connection instead of ``client`` (see ``service.resp``)."""
         if "{" in prefix or "}" in prefix:
             raise ValueError("prefix must not contain '{' or '}' (the game id is the hash tag)")
         if max_connections < 1 or max_waiters < 1 or max_block_ms < 1:
@@ -221,6 +226,9 @@ class RedisStore:
         self._ready_lock = asyncio.Lock()
         self._create = client.register_script(CREATE_LUA)
         self._commit = client.register_script(COMMIT_LUA)
+        self._fast = fast
+        if fast is not None:
+            self._closers.insert(0, fast.close)
 
     # -- construction --
 
@@ -283,6 +291,7 @@ class RedisStore:
             return cls(
                 standalone(read_timeout, command_pool),
                 blocking_client=standalone(block_timeout, waiter_pool),
+                fast=_fast_client(url, connect_timeout, read_timeout, max_connections),
                 **common,
             )
         if scheme == "redis+sentinel":
@@ -397,19 +406,53 @@ class RedisStore:
 
     # -- the Store protocol --
 
+    async def _direct(self, command: tuple[bytes | str | int, ...], idempotent: bool) -> Any:
+        """One command over the pipelined connection: error replies and connection failures
+        mapped like ``_mapped_errors``; reads retried once after a connection failure."""
+        assert self._fast is not None
+        attempts = 1 + (self._retries if idempotent else 0)
+        for attempt in range(attempts):
+            try:
+                reply = await self._fast.call(*command)
+            except OSError as error:  # ConnectionError; TimeoutError (no answer, or connecting)
+                if attempt + 1 < attempts and isinstance(error, ConnectionError):
+                    await asyncio.sleep(0.05)
+                    continue
+                raise StoreUnavailable(f"redis: {type(error).__name__}: {error}") from error
+            if isinstance(reply, hiredis.ReplyError):
+                if str(reply).startswith("WRONGTYPE"):
+                    raise StoreCorrupt(f"redis: {reply}")
+                raise StoreUnavailable(f"redis: {reply}")
+            return reply
+        raise AssertionError("unreachable")
+
+    async def _script(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """EVALSHA ``script`` (a redis-py ``Script``, for its text and SHA); on NOSCRIPT (a
+        restarted or flushed server), SCRIPT LOAD and once more (NOSCRIPT means nothing ran)."""
+        if self._fast is None:
+            return await self._run(lambda: script(keys=keys, args=args), idempotent=False)
+        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        try:
+            return await self._direct(command, idempotent=False)
+        except StoreUnavailable as error:
+            if not str(error).startswith("redis: NOSCRIPT"):
+                raise
+        await self._direct(("SCRIPT", "LOAD", script.script), idempotent=True)
+        return await self._direct(command, idempotent=False)
+
     async def create(self, game_id: str, blob: bytes, entry: bytes, ttl_ms: int) -> bool:
         keys = self._keys(game_id)
         check_ttl(ttl_ms)
-        result = await self._run(
-            lambda: self._create(keys=keys, args=[blob, entry, ttl_ms]), idempotent=False
-        )
+        result = await self._script(self._create, keys, [blob, entry, ttl_ms])
         return bool(result)
 
     async def load(self, game_id: str) -> Snapshot | None:
         snap = self._keys(game_id)[0]
-        version, blob = await self._run(
-            lambda: self._client.hmget(snap, ["version", "blob"]), idempotent=True
-        )
+        if self._fast is not None:
+            reply = await self._direct(("HMGET", snap, "version", "blob"), idempotent=True)
+        else:
+            reply = await self._run(lambda: self._client.hmget(snap, ["version", "blob"]), idempotent=True)
+        version, blob = reply
         if version is None and blob is None:
             return None
         if not isinstance(version, bytes) or not isinstance(blob, bytes) or not version.isdigit():
@@ -432,7 +475,7 @@ class RedisStore:
         check_fingerprint(fingerprint)
         stored = fingerprint.encode() + _SEPARATOR + response if request_id else b""
         args: list[bytes | str | int] = [expected_version, blob, entry, ttl_ms, request_id, stored]
-        result = await self._run(lambda: self._commit(keys=keys, args=args), idempotent=False)
+        result = await self._script(self._commit, keys, args)
         try:
             code = int(result[0])
             if code == _COMMITTED:
@@ -453,7 +496,10 @@ class RedisStore:
         req = self._keys(game_id)[2]
         if not request_id:
             return None
-        stored = await self._run(lambda: self._client.hget(req, request_id), idempotent=True)
+        if self._fast is not None:
+            stored = await self._direct(("HGET", req, request_id), idempotent=True)
+        else:
+            stored = await self._run(lambda: self._client.hget(req, request_id), idempotent=True)
         return None if stored is None else _duplicate(stored)
 
     async def read_log(self, game_id: str, after_version: int, limit: int = 1000) -> list[LogEntry]:
@@ -515,6 +561,26 @@ class RedisStore:
         for closer in self._closers:
             with contextlib.suppress(Exception):
                 await closer()
+
+
+def _fast_client(url: str, connect_timeout: float, read_timeout: float, max_pending: int) -> RespClient | None:
+    """The pipelined connection for a plain ``redis://`` or ``unix://`` URL; ``None`` (redis-py
+    only) for TLS or a URL with query-string options, which only redis-py understands."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("redis", "unix") or parts.query:
+        return None
+    username = unquote(parts.username) if parts.username else None
+    password = unquote(parts.password) if parts.password is not None else None
+    common: dict[str, Any] = {
+        "username": username, "password": password, "connect_timeout": connect_timeout,
+        "op_timeout": read_timeout, "max_pending": max_pending * 100,
+    }
+    if scheme == "unix":
+        return RespClient(path=parts.path, **common)
+    db_text = parts.path.strip("/")
+    db = _int_part(db_text, "db", url) if db_text else 0
+    return RespClient(parts.hostname or "localhost", parts.port or 6379, db=db, **common)
 
 
 def _split_multi_host_url(
