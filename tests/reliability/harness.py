@@ -226,6 +226,8 @@ class Storm:
     """OK calls per phase label (``mark``)."""
     phase: str = "before"
     stop: bool = False
+    trace: list[tuple[int, float, float, grpc.StatusCode]] | None = None
+    """When a list: every call as (index of its server in ``apis``, start, end, code)."""
     _ids: int = 0
 
     def rid(self, client: int) -> str:
@@ -268,6 +270,9 @@ class Storm:
         return outcome.response if outcome.ok else None
 
     def _note_transport(self, i: int, outcome: Outcome) -> None:
+        if self.trace is not None:
+            end = time.monotonic()
+            self.trace.append((i, end - outcome.seconds, end, outcome.code))
         if outcome.code is grpc.StatusCode.UNAVAILABLE and outcome.reason == "TRANSPORT" and self.faults:
             self.dead.add(i)
 
