@@ -53,23 +53,33 @@ class Rng:
     def shuffled(self, items: Sequence[T] | range) -> list[T]:
         """A Fisher-Yates shuffle of ``items`` (the input is not modified).
 
-        The generator is inlined here (same outputs as ``below``): deals are on the
-        hot path of every simulated round.
+        The generator is inlined here (same outputs as ``below``, rejection bounds from a
+        table): deals are on the hot path of every simulated round.
         """
         out = list(items)
         state = self._state
+        limits = _LIMITS if len(out) < len(_LIMITS) else _limits(len(out) + 1)
         for i in range(len(out) - 1, 0, -1):
             n = i + 1
-            limit = _SPAN - (_SPAN % n)
-            while True:
+            limit = limits[n]
+            state = (state + _GAMMA) & _MASK
+            z = ((state ^ (state >> 30)) * _MIX1) & _MASK
+            z = ((z ^ (z >> 27)) * _MIX2) & _MASK
+            z ^= z >> 31
+            while z >= limit:  # rejected: probability below n / 2^64
                 state = (state + _GAMMA) & _MASK
-                z = state
-                z = ((z ^ (z >> 30)) * _MIX1) & _MASK
+                z = ((state ^ (state >> 30)) * _MIX1) & _MASK
                 z = ((z ^ (z >> 27)) * _MIX2) & _MASK
                 z ^= z >> 31
-                if z < limit:
-                    break
             j = z % n
             out[i], out[j] = out[j], out[i]
         self._state = state
         return out  # type: ignore[return-value]
+
+
+def _limits(size: int) -> tuple[int, ...]:
+    """Rejection bounds of ``below(n)`` for n < size (index 0 unused)."""
+    return (0,) + tuple(_SPAN - (_SPAN % n) for n in range(1, size))
+
+
+_LIMITS = _limits(64)
