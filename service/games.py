@@ -9,7 +9,6 @@ response in one atomic compare-and-set. Nothing here knows about gRPC transport.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import secrets
 import time
@@ -18,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+import orjson
 
 from engine import (
     PRESET_PLAYERS,
@@ -66,12 +66,12 @@ def _entry(version: int, kind: str, seat: int, action: Action | None, request_id
         "action": action_id(action) if action is not None else None,
         "rid": request_id, "finished": finished, "events": [to_data(e) for e in events], **extra,
     }
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+    return orjson.dumps(doc)
 
 
 def _read_entry(raw: bytes) -> dict[str, Any]:
     try:
-        doc = json.loads(raw)
+        doc = orjson.loads(raw)
         doc["events"] = [from_data(e) for e in doc["events"]]
     except Exception as exc:
         raise StoreCorrupt(f"cannot decode a log entry: {exc}") from exc
