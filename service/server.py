@@ -13,21 +13,35 @@ from typing import Any
 
 import grpc
 import structlog
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
 from .auth import Authenticator
 from .config import Config
-from .errors import classify, to_status
+from .errors import classify, invalid, to_status
 from .games import Games
 from .metrics import Metrics
 from .pb.gostop.v1 import game_pb2 as pb
 from .pb.gostop.v1 import game_pb2_grpc as pb_grpc
 from .stores import open_store
+from .workers import worker_index
 
 log = structlog.get_logger("gostop")
 SERVICE = "gostop.v1.GameService"
+
+
+def _decode(deserialize: Callable[[bytes], Any] | None, raw: Any) -> Any:
+    """The request message of the raw request bytes. The handlers decode requests themselves, so
+    that bytes that are no valid message are the caller's error (INVALID_ARGUMENT, logged and
+    counted) rather than grpc's UNKNOWN naming a Python exception."""
+    if deserialize is None:
+        return raw
+    try:
+        return deserialize(raw)
+    except DecodeError as exc:
+        raise invalid("MALFORMED_REQUEST", "the request is not a valid message of this method") from exc
 
 
 class ObservingInterceptor(grpc.aio.ServerInterceptor):
@@ -66,6 +80,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
         handling = m.handling.labels(kind, service, name)
         sent = m.stream_sent.labels(kind, service, name)
         handled: dict[grpc.StatusCode, Any] = {}
+        deserialize = handler.request_deserializer
 
         def finish(started: float, code: grpc.StatusCode) -> None:
             elapsed = time.perf_counter() - started
@@ -96,7 +111,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
                 started_count.inc()
                 started = time.perf_counter()
                 try:
-                    response = await inner(request, context)
+                    response = await inner(_decode(deserialize, request), context)
                 except asyncio.CancelledError:
                     finish(started, grpc.StatusCode.CANCELLED)
                     raise
@@ -106,7 +121,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
                 return response
 
             return grpc.unary_unary_rpc_method_handler(
-                unary, request_deserializer=handler.request_deserializer,
+                unary, request_deserializer=None,
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None:
@@ -117,7 +132,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
                 started_count.inc()
                 started = time.perf_counter()
                 try:
-                    async for item in inner_stream(request, context):
+                    async for item in inner_stream(_decode(deserialize, request), context):
                         sent.inc()
                         yield item
                 except asyncio.CancelledError:
@@ -128,7 +143,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
                 finish(started, grpc.StatusCode.OK)
 
             return grpc.unary_stream_rpc_method_handler(
-                stream, request_deserializer=handler.request_deserializer,
+                stream, request_deserializer=None,
                 response_serializer=handler.response_serializer,
             )
         return handler
@@ -195,7 +210,9 @@ class Server:
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
-            ("grpc.so_reuseport", 1),
+            # Port sharing only among the workers of one supervisor (service.workers): a lone
+            # server must fail to start on a port that another process holds.
+            ("grpc.so_reuseport", 1 if worker_index() is not None else 0),
         ]
         self.grpc = grpc.aio.server(interceptors=[ObservingInterceptor(self.metrics)], options=options)
         pb_grpc.add_GameServiceServicer_to_server(GameServicer(self.games), self.grpc)
@@ -227,7 +244,7 @@ class Server:
             "serving", listen=self.config.listen, port=self.port, store=self.store.name,
             store_note="embedded in-process memory store (no Redis URL set)" if self.store.name == "memory" else "",
             tls=bool(self.config.tls_cert), metrics_port=self.metrics_port,
-            ephemeral_token_secret=self.ephemeral_secret,
+            ephemeral_token_secret=self.ephemeral_secret, worker=worker_index(),
         )
 
     async def stop(self, grace: float | None = None) -> None:

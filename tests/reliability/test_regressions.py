@@ -7,6 +7,7 @@ from redis_server import RedisServer
 from service_fixtures import (
     config,
     expect,
+    failure,
     running_server,
     service_redis_fixture,  # noqa: F401  (a fixture)
 )
@@ -38,3 +39,23 @@ async def test_stale_cached_version_is_aborted_not_illegal_action(service_redis:
         await expect(a.stub.SubmitAction(wrong_seat, metadata=game.md(other)), grpc.StatusCode.ABORTED,
                      "STALE_VERSION")
         assert (await a.get(game)).version == 3
+
+
+async def test_undecodable_request_bytes_are_invalid_argument_not_unknown() -> None:
+    """Bytes that are no valid message of the method (bad wire types, truncated fields, invalid
+    UTF-8 in a string) used to fail in grpc's own deserializer, answered UNKNOWN with a message
+    naming a Python exception, unlogged and uncounted; they are the caller's error."""
+    async with running_server(config()) as api:
+        game = await api.create(seed=1)
+        for method in pb.DESCRIPTOR.services_by_name["GameService"].methods:
+            path = f"/gostop.v1.GameService/{method.name}"
+            for raw in (b"\xff\xff\xff", b"\x0a\x05ab", b"\x08\x80"):
+                if method.server_streaming:
+                    call = api.channel.unary_stream(path)(raw, metadata=game.md(0), timeout=5)
+                    pending = call.read()
+                else:
+                    pending = api.channel.unary_unary(path)(raw, metadata=game.md(0), timeout=5)
+                err = await failure(pending)
+                assert (err.code, err.info.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST"), (
+                    method.name, raw, err)
+        assert (await api.get(game)).version == 1
