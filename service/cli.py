@@ -50,6 +50,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     configure(config.log_format, config.log_level)
+    if config.workers > 1:
+        from .workers import Supervisor
+
+        try:
+            supervisor = Supervisor(config)
+        except ValueError as exc:
+            parser.error(str(exc))
+        return supervisor.run()
     from .server import Server
 
     async def run_server() -> None:

@@ -43,6 +43,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log_format", "GOSTOP_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)"),
     Setting("log_level", "GOSTOP_LOG_LEVEL", "info", "debug, info, warning or error"),
     Setting("snapshot_cache", "GOSTOP_SNAPSHOT_CACHE", 10000, "games whose last snapshot a process keeps"),
+    Setting("workers", "GOSTOP_WORKERS", 1,
+            "server processes sharing the listen port (SO_REUSEPORT); more than 1 needs a Redis URL"),
 )
 
 
@@ -65,6 +67,7 @@ class Config:
     log_format: str = "auto"
     log_level: str = "info"
     snapshot_cache: int = 10000
+    workers: int = 1
 
     def keys(self, name: str) -> tuple[str, ...]:
         return tuple(k.strip() for k in getattr(self, name).split(",") if k.strip())
@@ -76,7 +79,8 @@ class Config:
             raise ValueError("GOSTOP_LOG_FORMAT must be auto, json or console")
         if self.token_secret and len(self.token_secret.encode()) < 16:
             raise ValueError("GOSTOP_TOKEN_SECRET must be at least 16 bytes")
-        for name in ("game_ttl_seconds", "finished_ttl_seconds", "max_message_bytes", "max_actions_per_game"):
+        for name in ("game_ttl_seconds", "finished_ttl_seconds", "max_message_bytes", "max_actions_per_game",
+                     "workers"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
 
