@@ -7,6 +7,7 @@ everywhere: engine, wire protocol, logs and tests.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 from typing import Final
 
@@ -95,6 +96,22 @@ HONGDAN: Final = frozenset({1, 5, 9})
 CHEONGDAN: Final = frozenset({21, 33, 37})
 CHODAN: Final = frozenset({13, 17, 25})
 BONUS_CARDS: Final = (BONUS_SSANGPI_A, BONUS_SSANGPI_B, BONUS_SSEURIPI)
+
+BIT: Final[tuple[int, ...]] = tuple(1 << c for c in range(ALL_CARDS))
+"""The bit of each card id in a card mask: a set of cards as one integer (bit ``c`` = card ``c``).
+
+A month's four cards are four adjacent bits, and set tests become single integer operations
+(the hot paths of scoring and legal moves).
+"""
+
+
+def mask_of(cards: Iterable[int]) -> int:
+    """The card mask of distinct cards.
+
+    >>> mask_of((0, 3, 50)) == 1 | 8 | 1 << 50
+    True
+    """
+    return sum(map(BIT.__getitem__, cards))
 
 
 def month_name(month: int) -> str:

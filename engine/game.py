@@ -26,7 +26,7 @@ from .actions import (
     Stop,
     action_id,
 )
-from .cards import ALL_CARDS, CODE, GUKJIN, KIND, MONTH, PI_VALUE, Kind, deck, is_bonus
+from .cards import ALL_CARDS, CODE, GUKJIN, KIND, MONTH, PI_VALUE, Kind, deck, is_bonus, mask_of
 from .errors import IllegalAction, InvalidDeal, NotYourTurn, RoundOver
 from .events import (
     Bombed,
@@ -61,7 +61,7 @@ from .events import (
 )
 from .rng import Rng
 from .rules import Rules
-from .scoring import Score, go_score, score
+from .scoring import Score, go_score, mask_total, score
 from .settlement import Bill, Factor, Payment, Settlement
 from .state import NO_STACK, START_STACK, Phase, SeatState, State, TurnContext
 
@@ -450,7 +450,7 @@ def _step(w: _W, action: Action) -> None:
         if isinstance(action, Go):
             _go(w)
         else:
-            base = w.score(w.to_move).total
+            base = w.base(w.to_move)
             w.emit(Stopped, w.to_move, base, False)
             _finish(w, _settle(w, w.to_move, "stop", "stop"))
     elif phase is Phase.SIT_OUT:
@@ -755,7 +755,7 @@ def _settle_turn(w: _W, ctx: _Turn) -> None:
 
 def _steal(w: _W, seat: int, victim: int, reasons: tuple[str, ...]) -> None:
     """Take ``len(reasons)`` 피 from ``victim``: plain 피 first, then the lowest value."""
-    before = w.score(victim)
+    before = None if w.quiet else w.score(victim)
     pile = list(w.seats[victim].captured)
     converted = w.gukjin == "converted"
     taken: list[int] = []
@@ -777,7 +777,8 @@ def _steal(w: _W, seat: int, victim: int, reasons: tuple[str, ...]) -> None:
     if taken:
         w.upd(seat, captured=w.seats[seat].captured + tuple(taken))
     w.emit(PiStolen, seat, victim, tuple(taken), len(reasons), reasons)
-    _report_score(w, victim, before)
+    if before is not None:
+        _report_score(w, victim, before)
 
 
 def _finish_turn(w: _W, ctx: _Turn) -> None:
@@ -803,7 +804,7 @@ def _finish_turn(w: _W, ctx: _Turn) -> None:
         w.emit(InstantWin, seat, "heodang", r.heodang_points)
         _finish(w, _settle(w, seat, "instant_win", "heodang", fixed=r.heodang_points))
         return
-    base = w.score(seat).total
+    base = w.base(seat)
     if base >= r.go_threshold and (s.gos == 0 or base > s.last_go_base):
         if not w.has_turn_left(seat) and r.last_action_go == "auto_stop":
             w.emit(Stopped, seat, base, True)
@@ -816,13 +817,13 @@ def _finish_turn(w: _W, ctx: _Turn) -> None:
 
 def _final_score(w: _W, seat: int) -> int:
     s = w.seats[seat]
-    return go_score(w.score(seat).total, s.gos, w.rules.go_scoring)
+    return go_score(w.base(seat), s.gos, w.rules.go_scoring)
 
 
 def _go(w: _W) -> None:
     seat = w.to_move
     gos = w.seats[seat].gos + 1
-    base = w.score(seat).total
+    base = w.base(seat)
     w.go_seq += 1
     w.upd(seat, gos=gos, last_go_base=base, last_go_order=w.go_seq)
     w.emit(WentGo, seat, gos, base)
@@ -850,7 +851,7 @@ def _exhausted(w: _W) -> None:
     """Nobody stopped and no seat has a turn left."""
     r = w.rules
     if r.exhausted == "best_score":
-        ready = [o for o in w.order() if w.score(o).total >= r.go_threshold]
+        ready = [o for o in w.order() if w.base(o) >= r.go_threshold]
         if ready:
             finals = {o: _final_score(w, o) for o in ready}
             top = max(finals.values())
@@ -1173,6 +1174,14 @@ class _W:
             cached = pile_score(s.captured, self.gukjin == "converted", s.sseul)
             self._scores[seat] = cached
         return cached
+
+    def base(self, seat: int) -> int:
+        """The seat's base score (``score(seat).total``), without building a ``Score``."""
+        cached = self._scores.get(seat)
+        if cached is not None:
+            return cached.total
+        s = self.seats[seat]
+        return mask_total(mask_of(s.captured), self.gukjin == "converted", s.sseul)
 
     def order(self) -> tuple[int, ...]:
         if self._order is None:
