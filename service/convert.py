@@ -250,19 +250,20 @@ def deal_from_pb(msg: pb.Deal) -> Deal:
 
 # ------------------------------------------------------------------------------ views
 
-def view_to_pb(view: View, match: Match, game_id: str, version: int) -> pb.GameView:
-    """A seat's (or spectator's) view of a game, with its legal actions and the match totals."""
-    out = pb.GameView(
-        game_id=game_id,
-        viewer=view.viewer,
-        preset=view.rules_name,
-        dealer=view.dealer,
-        to_move=view.to_move,
-        stock_count=view.stock_count,
-        gukjin=view.gukjin,
-        carry=view.carry,
-        version=version,
-    )
+def view_to_pb(view: View, match: Match, game_id: str, version: int, out: pb.GameView | None = None) -> pb.GameView:
+    """A seat's (or spectator's) view of a game, with its legal actions and the match totals;
+    written into ``out`` (an empty message, e.g. a field of a response: no copy) if given."""
+    if out is None:
+        out = pb.GameView()
+    out.game_id = game_id
+    out.viewer = view.viewer
+    out.preset = view.rules_name
+    out.dealer = view.dealer
+    out.to_move = view.to_move
+    out.stock_count = view.stock_count
+    out.gukjin = view.gukjin
+    out.carry = view.carry
+    out.version = version
     out.phase = pb.Phase.Value("PHASE_" + view.phase.value.upper())  # type: ignore[assignment]
     out.floor.extend(view.floor)
     for stack in view.stacks:

@@ -91,6 +91,9 @@ class Games:
         self.config = config
         self.metrics = metrics
         self._cache: OrderedDict[str, tuple[int, Match]] = OrderedDict()
+        self._views: OrderedDict[tuple[str, int], tuple[int, pb.GetGameResponse]] = OrderedDict()
+        """The last ``GetGame`` answer per (game, viewer), valid while the game is at its version:
+        clients that poll a game they wait on get it without rebuilding the view."""
 
     # ------------------------------------------------------------------ store helpers
 
@@ -186,19 +189,30 @@ class Games:
         out = pb.CreateGameResponse(game_id=game_id, version=1, rules=convert.rules_to_pb(rules))
         for seat in range(rules.players):
             out.seats.add(seat=seat, token=self.auth.issue(game_id, seat))
-        out.view.CopyFrom(convert.view_to_pb(view(match.round), match, game_id, 1))
+        convert.view_to_pb(view(match.round), match, game_id, 1, out.view)
         return out
 
     async def get(self, req: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
         _check_game_id(req.game_id)
         seat = seat_in(caller, req.game_id)
         version, match = await self._load(req.game_id)
-        return pb.GetGameResponse(view=self._view(req.game_id, version, match, seat), version=version)
+        key = (req.game_id, -1 if seat is None else seat)
+        hit = self._views.get(key)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        response = pb.GetGameResponse(version=version)
+        self._view(req.game_id, version, match, seat, response.view)
+        if self.config.snapshot_cache > 0:
+            self._views[key] = (version, response)
+            self._views.move_to_end(key)
+            while len(self._views) > 2 * self.config.snapshot_cache:
+                self._views.popitem(last=False)
+        return response
 
-    def _view(self, game_id: str, version: int, match: Match, seat: int | None) -> pb.GameView:
+    def _view(self, game_id: str, version: int, match: Match, seat: int | None, out: pb.GameView) -> None:
         if seat is not None and not 0 <= seat < match.rules.players:
             raise denied("NO_SUCH_SEAT", "the seat token names a seat this game does not have")
-        return convert.view_to_pb(view(match.round, -1 if seat is None else seat), match, game_id, version)
+        convert.view_to_pb(view(match.round, -1 if seat is None else seat), match, game_id, version, out)
 
     def _seat(self, caller: Caller, game_id: str) -> int:
         _check_game_id(game_id)
@@ -265,7 +279,7 @@ class Games:
         new_version = version + 1
         result.version = new_version
         result.events.extend(convert.event_to_pb(redact(e, seat)) for e in events)
-        result.view.CopyFrom(self._view(game_id, new_version, new, seat))
+        self._view(game_id, new_version, new, seat, result.view)
         for e in events:
             if isinstance(e, RoundSettled):
                 result.settlement.CopyFrom(convert.settlement_to_pb(e.settlement))

@@ -497,3 +497,21 @@ async def test_corrupt_stored_game_is_data_loss(service_redis: RedisServer) -> N
         await expect(api.get(game), loss, "SNAPSHOT_CORRUPT")
         await expect(api.log(game), loss, "SNAPSHOT_CORRUPT")
         await expect(_drain(api.stub.WatchGame(pb.WatchGameRequest(game_id=game.id))), loss, "SNAPSHOT_CORRUPT")
+
+
+async def test_repeated_get_game_is_served_from_the_view_cache_until_the_game_moves(api: Api) -> None:
+    """GetGame answers per (game, viewer, version) are kept: a poll at the same version gets the
+    same view, a commit makes the next poll see the new version, and seats never share views."""
+    game = await api.create(seed=77)
+    seat, view = await api.to_move(game)
+    first = await api.get(game, seat)
+    again = await api.get(game, seat)
+    assert again == first and again.version == game.version
+    other = await api.get(game, 1 - seat)
+    assert other.view.viewer == 1 - seat and other.view.seats[seat].hand != first.view.seats[seat].hand
+    spectator = await api.get(game)
+    assert spectator.view.viewer == -1 and not spectator.view.seats[seat].hand
+    result = await api.submit(game, seat, view.legal_actions[0].id)
+    moved = await api.get(game, seat)
+    assert moved.version == result.result.version == game.version + 1
+    assert moved.view == result.result.view
