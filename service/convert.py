@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections.abc import Callable
 from enum import Enum
 from typing import Any, Final
 
@@ -58,7 +59,6 @@ def _enum_prefix(enum_name: str) -> str:
 
 _SCALAR, _REPEATED, _MESSAGE, _MESSAGES, _HANDS, _ENUM = range(6)
 _Plan = tuple[tuple[str, int, Any], ...]
-_PLANS: dict[tuple[type, type], _Plan] = {}
 
 
 def _plan(msg: Message, obj: Any) -> _Plan:
@@ -83,34 +83,49 @@ def _plan(msg: Message, obj: Any) -> _Plan:
     return tuple(steps)
 
 
+_FILLERS: dict[tuple[type, type], Callable[[Any, Any], None]] = {}
+
+
+def _compile(msg: Message, obj: Any) -> Callable[[Any, Any], None]:
+    """``_plan`` as straight-line code, one statement per field (views and events are converted
+    on every call of the API, and a loop that interprets the plan costs twice as much)."""
+    env: dict[str, Any] = {"fill": fill, "Enum": Enum}
+    lines = ["def filler(msg, obj):"]
+    for index, (name, how, numbers) in enumerate(_plan(msg, obj)):
+        lines.append(f"    v = obj.{name}")
+        lines.append("    if v is not None:")
+        if how == _SCALAR:
+            lines.append(f"        msg.{name} = v")
+        elif how == _REPEATED:
+            lines.append(f"        msg.{name}.extend(v)")
+        elif how == _MESSAGE:
+            lines.append(f"        fill(msg.{name}, v)")
+        elif how == _MESSAGES:
+            lines.append(f"        add = msg.{name}.add")
+            lines.append("        for item in v:")
+            lines.append("            fill(add(), item)")
+        elif how == _HANDS:
+            lines.append(f"        add = msg.{name}.add")
+            lines.append("        for item in v:")
+            lines.append("            add().cards.extend(item)")
+        else:
+            env[f"numbers{index}"] = numbers
+            lines.append(f"        msg.{name} = numbers{index}[v.value if isinstance(v, Enum) else v]")
+    if isinstance(obj, Score):
+        lines.append("    msg.total = obj.total")
+    lines.append("    return None")
+    exec("\n".join(lines), env)  # generated from dataclass field names only
+    filler: Callable[[Any, Any], None] = env["filler"]
+    return filler
+
+
 def fill(msg: Message, obj: Any) -> Message:
     """Copy the fields of an engine dataclass into a message with the same field names."""
     key = (type(msg), type(obj))
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _plan(msg, obj)
-    for name, how, numbers in plan:
-        value = getattr(obj, name)
-        if value is None:
-            continue
-        if how == _SCALAR:
-            setattr(msg, name, value)
-        elif how == _REPEATED:
-            getattr(msg, name).extend(value)
-        elif how == _MESSAGE:
-            fill(getattr(msg, name), value)
-        elif how == _MESSAGES:
-            target = getattr(msg, name)
-            for item in value:
-                fill(target.add(), item)
-        elif how == _HANDS:
-            target = getattr(msg, name)
-            for item in value:
-                target.add().cards.extend(item)
-        else:
-            setattr(msg, name, numbers[value.value if isinstance(value, Enum) else value])
-    if isinstance(obj, Score):
-        msg.total = obj.total  # type: ignore[attr-defined]
+    filler = _FILLERS.get(key)
+    if filler is None:
+        filler = _FILLERS[key] = _compile(msg, obj)
+    filler(msg, obj)
     return msg
 
 
