@@ -15,7 +15,7 @@ GRPCURL := .tools/bin/grpcurl
 GRPCURL_VERSION := v1.9.4
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint typecheck bench golden redis-server clean demo conformance-data proto-baseline
+.PHONY: run test lint typecheck bench golden redis-server clean demo conformance-data proto-baseline soak
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -106,6 +106,11 @@ typecheck: $(PB)
 bench: $(PB) redis-server
 	$(PY) scripts/bench.py $(ARGS)
 	$(PY) scripts/bench_service.py $(SERVICE_ARGS)
+
+# The reliability suite (tests/reliability) at longer sizes, bounded in time, loopback only; prints
+# the figures of the run (docs/reliability.md). ARGS go to scripts/soak.py, e.g. ARGS="--minutes 20".
+soak: $(PB) redis-server
+	$(PY) scripts/soak.py $(ARGS)
 
 golden: $(STAMP)
 	$(PY) scripts/regen_golden.py

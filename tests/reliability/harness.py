@@ -60,6 +60,11 @@ def sized(fast: int, soak_size: int) -> int:
     return soak_size if soak() else fast
 
 
+def scaled(fast: int, per_soak_second: float) -> int:
+    """``fast`` in ``make test``; under a soak, ``per_soak_second`` times its budget (at least ``fast``)."""
+    return max(fast, int(SOAK_SECONDS * per_soak_second)) if soak() else fast
+
+
 def budget(share: float) -> float:
     """Seconds a soak test may run (its ``share`` of the soak budget); 0 in the fast run (one pass)."""
     return SOAK_SECONDS * share

@@ -38,7 +38,7 @@ from service.auth import Authenticator
 from service.pb.gostop.v1 import game_pb2 as pb
 from service.pb.gostop.v1 import game_pb2_grpc as pb_grpc
 
-from .harness import reason_of, record, sized
+from .harness import reason_of, record, scaled
 
 SERVICE = pb.DESCRIPTOR.services_by_name["GameService"]
 METHODS = {m.name: m for m in SERVICE.methods}
@@ -252,7 +252,7 @@ def _check_state(target: Target, before: list[bytes], method: str, code: str, se
 CALLS = st.sampled_from(sorted(METHODS))
 
 
-@settings(max_examples=sized(150, 3000), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=scaled(150, 2.0), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(data=st.data())
 def test_generated_requests_get_clear_errors_and_change_nothing(target: Target, data: st.DataObject) -> None:
     method = data.draw(CALLS)
@@ -308,7 +308,7 @@ def test_fuzzed_raw_bytes_get_clear_errors_and_change_nothing(target: Target) ->
     md = (("authorization", f"Bearer {target.games[0].seats[0].token}"), ("x-api-key", OPERATOR_KEY))
     before = target.state(seats=True)
     tried = 0
-    for round_ in range(sized(6, 60)):
+    for round_ in range(scaled(6, 0.1)):
         mutated = False
         for method, seeds in corpus.items():
             for _ in range(40):
@@ -379,7 +379,7 @@ async def test_corrupted_game_data_in_redis_is_a_clear_error(service_redis: Redi
             ("log wrong type", [("DEL", "{log}"), ("SET", "{log}", "x")]),
             ("bad stored response", [("HSET", "{req}", "r1", b"no separator")]),
         ]
-        for i in range(sized(40, 400)):
+        for i in range(scaled(40, 0.5)):
             flipped = bytearray(blob)
             for _ in range(rng.randint(1, 3)):
                 flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)

@@ -48,7 +48,7 @@ async def test_storm_two_processes_one_redis(service_redis: RedisServer) -> None
     store = open_store(service_redis.url)
     try:
         async with closing([client(a.port), client(b.port)]) as apis:
-            await _storm_rounds(list(apis), store, clients=64, games=100, seed=8, share=0.3)
+            await _storm_rounds(list(apis), store, clients=64, games=100, seed=8, share=0.2)
     finally:
         await store.close()
         a.stop()
@@ -63,7 +63,7 @@ async def test_storm_redis_cluster() -> None:
         try:
             async with closing([client(server.port)]) as apis:
                 await _storm_rounds(list(apis), store, clients=16, games=sized(16, 40), seed=9,
-                                    share=0.1)
+                                    share=0.07)
         finally:
             await store.close()
             server.stop()
@@ -73,4 +73,4 @@ async def test_storm_redis_cluster() -> None:
 async def test_storm_memory_store() -> None:
     async with running_server(config()) as api:
         assert api.server is not None
-        await _storm_rounds([api], api.server.store, clients=16, games=sized(16, 40), seed=10, share=0.05)
+        await _storm_rounds([api], api.server.store, clients=16, games=sized(16, 40), seed=10, share=0.03)
