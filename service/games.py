@@ -79,7 +79,16 @@ def _read_entry(raw: bytes) -> dict[str, Any]:
 
 
 def _action_kind(action: Action | None) -> str:
-    return convert.action_label(action).split(" ")[0] if action is not None else "next_round"
+    """The metrics label of an action: play, bomb, capture, go, stop... (next_round for none)."""
+    if action is None:
+        return "next_round"
+    kind = _KINDS.get(type(action))
+    if kind is None:
+        kind = _KINDS[type(action)] = convert.action_label(action).split(" ")[0]
+    return kind
+
+
+_KINDS: dict[type, str] = {}
 
 
 class Games:
@@ -91,6 +100,8 @@ class Games:
         self.config = config
         self.metrics = metrics
         self._cache: OrderedDict[str, tuple[int, Match]] = OrderedDict()
+        self._store_latency: dict[str, Any] = {}
+        """The labelled store-latency histogram per operation (a labels() lookup per call is costly)."""
         self._views: OrderedDict[tuple[str, int], tuple[int, pb.GetGameResponse]] = OrderedDict()
         """The last ``GetGame`` answer per (game, viewer), valid while the game is at its version:
         clients that poll a game they wait on get it without rebuilding the view."""
@@ -105,7 +116,10 @@ class Games:
             self.metrics.store_errors.labels(self.store.name, op).inc()
             raise
         finally:
-            self.metrics.store_latency.labels(self.store.name, op).observe(time.perf_counter() - start)
+            histogram = self._store_latency.get(op)
+            if histogram is None:
+                histogram = self._store_latency[op] = self.metrics.store_latency.labels(self.store.name, op)
+            histogram.observe(time.perf_counter() - start)
 
     def _remember(self, game_id: str, version: int, match: Match) -> None:
         if self.config.snapshot_cache <= 0:
@@ -237,7 +251,7 @@ class Games:
 
         response = pb.SubmitActionResponse()
         await self._commit(req.game_id, seat, req.expected_version, req.request_id, fingerprint, "action",
-                           action, step, response.result)
+                           action, step, response)
         return response
 
     async def start_next_round(self, req: pb.StartNextRoundRequest, caller: Caller) -> pb.StartNextRoundResponse:
@@ -245,14 +259,18 @@ class Games:
         fingerprint = f"next|{seat}|{req.expected_version}"
         response = pb.StartNextRoundResponse()
         await self._commit(req.game_id, seat, req.expected_version, req.request_id, fingerprint, "next_round",
-                           None, next_round, response.result)
+                           None, next_round, response)
         return response
 
     async def _commit(
         self, game_id: str, seat: int, expected: int, request_id: str, fingerprint: str, kind: str,
-        action: Action | None, step: Callable[[Match], tuple[Match, list[Event]]], result: pb.TurnResult,
+        action: Action | None, step: Callable[[Match], tuple[Match, list[Event]]],
+        response: pb.SubmitActionResponse | pb.StartNextRoundResponse,
     ) -> None:
-        """Apply ``step`` at version ``expected`` and commit it atomically (idempotent by request id)."""
+        """Apply ``step`` at version ``expected`` and commit it atomically (idempotent by request id),
+        filling ``response.result``. The idempotent answer stored with the commit is ``response``'s
+        bytes: both response messages are ``TurnResult result = 1``, so they share one encoding."""
+        result = response.result
         if len(request_id) > MAX_REQUEST_ID:
             raise invalid("REQUEST_ID_TOO_LONG", f"request_id is limited to {MAX_REQUEST_ID} characters")
         digest = hashlib.sha256(fingerprint.encode()).hexdigest()
@@ -286,7 +304,7 @@ class Games:
         entry = _entry(new_version, kind, seat, action, request_id, events, new.finished)
         outcome = await self._timed("commit", self.store.commit(
             game_id, expected, match_to_bytes(new), entry, self._ttl_ms(new), request_id, digest,
-            pb.SubmitActionResponse(result=result).SerializeToString() if request_id else b"",
+            response.SerializeToString() if request_id else b"",
         ))
         if isinstance(outcome, Committed):
             self._remember(game_id, new_version, new)
