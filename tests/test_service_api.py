@@ -515,3 +515,16 @@ async def test_repeated_get_game_is_served_from_the_view_cache_until_the_game_mo
     moved = await api.get(game, seat)
     assert moved.version == result.result.version == game.version + 1
     assert moved.view == result.result.view
+
+
+async def test_start_next_round_retried_with_its_request_id_returns_the_stored_answer(api: Api) -> None:
+    game = await api.create(seed=5, rounds=2)
+    await api.play_round(game, random.Random(8))
+    game.version = (await api.get(game)).version
+    request = pb.StartNextRoundRequest(game_id=game.id, expected_version=game.version, request_id="next-1")
+    first = await api.stub.StartNextRound(request, metadata=game.md(1))
+    again = await api.stub.StartNextRound(request, metadata=game.md(1))
+    assert again == first and first.result.version == game.version + 1
+    assert (await api.get(game)).version == game.version + 1
+    other = pb.StartNextRoundRequest(game_id=game.id, expected_version=game.version, request_id="next-1")
+    await expect(api.stub.StartNextRound(other, metadata=game.md(0)), INVALID, "REQUEST_ID_REUSED")
