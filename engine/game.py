@@ -26,7 +26,7 @@ from .actions import (
     Stop,
     action_id,
 )
-from .cards import ALL_CARDS, CODE, GUKJIN, KIND, MONTH, PI_VALUE, Kind, deck, is_bonus, mask_of
+from .cards import ALL_CARDS, CODE, GUKJIN, KIND, MONTH, MONTH_CARDS, PI_VALUE, Kind, deck, is_bonus, mask_of
 from .errors import IllegalAction, InvalidDeal, NotYourTurn, RoundOver
 from .events import (
     Bombed,
@@ -290,11 +290,30 @@ _BOMB = tuple(Bomb(m) if m else None for m in range(13))
 _FLIP_ONLY = FlipOnly()
 
 
+_MONTH_BITS = mask_of(range(MONTH_CARDS))
+_PAIR_LOW = sum(0b0101 << (4 * i) for i in range(12))
+"""Bits 0 and 2 of each month's four bits."""
+_NIBBLE_LOW = sum(1 << (4 * i) for i in range(12))
+"""Bit 0 of each month's four bits."""
+
+
+def _holds_three_of_a_month(cards: Sequence[int]) -> bool:
+    """Some month has three or four cards among ``cards`` (흔들기 and 폭탄 are possible).
+
+    On the card mask, where each month is four adjacent bits: a month has three of its
+    cards iff one of its bit pairs is full and the other is not empty.
+    """
+    mask = mask_of(cards) & _MONTH_BITS
+    full = mask & (mask >> 1) & _PAIR_LOW
+    some = (mask | (mask >> 1)) & _PAIR_LOW
+    return bool(((full & (some >> 2)) | ((full >> 2) & some)) & _NIBBLE_LOW)
+
+
 def _play_actions(state: State) -> list[Action]:
     seat = state.seats[state.to_move]
     hand = seat.hand
-    out: list[Action] = [_PLAY[c] for c in hand]
-    if hand and state.rules.shake_bomb:
+    out: list[Action] = list(map(_PLAY.__getitem__, hand))
+    if state.rules.shake_bomb and len(hand) >= 3 and _holds_three_of_a_month(hand):
         held = [0] * 13
         for c in hand:
             held[MONTH[c]] += 1
@@ -560,11 +579,10 @@ def _start_turn(w: _W, kind: str, hand_after: int, flips_after: int, card: int =
 
 def _play(w: _W, card: int, shake: bool) -> None:
     seat = w.to_move
-    s = w.seats[seat]
-    m = MONTH[card]
-    ctx = _start_turn(w, "play", len(s.hand) - 1, s.spare_flips, card=card, month=m)
     me = w.mut(seat)
     hand = me.hand
+    m = MONTH[card]
+    ctx = _start_turn(w, "play", len(hand) - 1, me.spare_flips, card, m)
     if shake:
         shown = tuple(sorted(c for c in hand if MONTH[c] == m))
         me.revealed += tuple(c for c in shown if c != card)
@@ -572,7 +590,8 @@ def _play(w: _W, card: int, shake: bool) -> None:
         w.emit(Shaken, seat, m, shown)
     if card in me.revealed:
         me.revealed = tuple(c for c in me.revealed if c != card)
-    me.hand = tuple(c for c in hand if c != card)
+    i = hand.index(card)
+    me.hand = hand[:i] + hand[i + 1:]
     w.emit(CardPlayed, seat, card, shake)
     matches = [c for c in w.floor if MONTH[c] == m]
     n = len(matches)
@@ -644,7 +663,7 @@ def _after_play(w: _W, ctx: _Turn) -> None:
     while w.stock:
         c = w.stock.pop(0)
         w.emit(CardFlipped, seat, c)
-        if is_bonus(c):
+        if c >= MONTH_CARDS:  # a bonus card
             w.capture(ctx, (c,), event=False)
             w.emit(BonusCaptured, seat, c, "flip", -1)
             continue
@@ -734,14 +753,15 @@ def _settle_turn(w: _W, ctx: _Turn) -> None:
             if victim != seat:
                 _steal(w, seat, victim, ctx.steals)
     s = w.seats[seat]
-    opponents = [o for o in w.order() if o != seat]
     if ctx.ppeok and r.ppeok_payments:
         t = s.turns
         if t <= len(r.ppeok_payments) and s.ppeok_turns == tuple(range(1, t + 1)):
             reason = ("first_ppeok", "second_ppeok", "third_ppeok")[t - 1]
-            for o in opponents:
-                w.pay(Payment(o, seat, r.ppeok_payments[t - 1], reason))
+            for o in w.order():
+                if o != seat:
+                    w.pay(Payment(o, seat, r.ppeok_payments[t - 1], reason))
     if ctx.ttadak and r.first_ttadak_payment and s.turns == 1:
+        opponents = [o for o in w.order() if o != seat]
         for o in opponents:
             w.pay(Payment(o, seat, r.first_ttadak_payment, "first_ttadak"))
     if w.gukjin == "open" and (
@@ -786,10 +806,9 @@ def _finish_turn(w: _W, ctx: _Turn) -> None:
     r = w.rules
     seat = ctx.seat
     w.turn = None
-    s = w.seats[seat]
-    w.upd(seat, dry_turns=0 if ctx.taken else s.dry_turns + 1)
+    s = w.mut(seat)
+    s.dry_turns = 0 if ctx.taken else s.dry_turns + 1
     _report_score(w, seat, ctx.before)
-    s = w.seats[seat]
     if ctx.ppeok and len(s.ppeok_turns) == 3 and r.three_ppeok != "none":
         if r.three_ppeok == "win":
             w.emit(InstantWin, seat, "three_ppeok", r.three_ppeok_points)
@@ -1147,9 +1166,9 @@ class _W:
     def mut(self, seat: int) -> _Seat:
         """The seat as a mutable record (callers changing ``captured`` use ``take``)."""
         s = self.seats[seat]
-        if isinstance(s, _Seat):
+        if type(s) is _Seat:
             return s
-        m = self.seats[seat] = _Seat(s)
+        m = self.seats[seat] = _Seat(s)  # type: ignore[arg-type]
         return m
 
     def take(self, seat: int, cards: tuple[int, ...]) -> None:
@@ -1158,9 +1177,12 @@ class _W:
         self._scores.pop(seat, None)
 
     def capture(self, ctx: _Turn, cards: tuple[int, ...], event: bool = True) -> None:
-        self.take(ctx.seat, cards)
-        if event:
-            self.emit(Captured, ctx.seat, cards)
+        seat = ctx.seat
+        m = self.mut(seat)
+        m.captured += cards
+        self._scores.pop(seat, None)
+        if event and not self.quiet:
+            self.events.append(Captured(seat, cards))
         ctx.taken += cards
 
     def pay(self, payment: Payment) -> None:
