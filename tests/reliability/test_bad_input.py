@@ -211,15 +211,17 @@ def metadata(target: Target) -> st.SearchStrategy[tuple[tuple[str, str], ...]]:
 # ------------------------------------------------------------------------------- calls
 
 
-def invoke(target: Target, method: str, request: Any, md: tuple[tuple[str, str], ...], raw: bool = False) -> str:
-    """Call ``method`` (raw bytes when ``raw``); the outcome's code name, after checking it is clear."""
+def invoke(target: Target, method: str, request: Any, md: tuple[tuple[str, str], ...], raw: bool = False,
+           listen: float = 0.5) -> str:
+    """Call ``method`` (raw bytes when ``raw``; a stream is listened to for ``listen`` seconds); the
+    outcome's code name, after checking it is clear."""
     desc = METHODS[method]
     path = f"/{SERVICE.full_name}/{method}"
     ser = None if raw else (lambda m: m.SerializeToString())
     try:
         if desc.server_streaming:
             stream = target.channel.unary_stream(path, request_serializer=ser, response_deserializer=None)
-            for _ in zip(range(3), stream(request, metadata=md, timeout=0.5), strict=False):
+            for _ in zip(range(3), stream(request, metadata=md, timeout=listen), strict=False):
                 pass
         else:
             target.channel.unary_unary(path, request_serializer=ser, response_deserializer=None)(
@@ -338,7 +340,7 @@ def test_oversized_messages_are_resource_exhausted(target: Target) -> None:
     for method, request in requests.items():
         raw = request.SerializeToString() + (b"\x7a" + _varint(len(big)) + big.encode() if method == "ListRuleSets"
                                              else b"")
-        assert invoke(target, method, raw, (), raw=True) == "RESOURCE_EXHAUSTED", method
+        assert invoke(target, method, raw, (), raw=True, listen=10) == "RESOURCE_EXHAUSTED", method
     assert target.state() == before
     record(bad_inputs_oversized=len(requests))
 
