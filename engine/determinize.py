@@ -8,10 +8,11 @@ everything its view shows, then searches the sampled states.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 from .errors import EngineError
 from .state import NO_STACK, Phase, SeatState, State
-from .views import View
+from .views import SeatView, View
 
 
 def unknown_cards(v: View) -> list[int]:
@@ -34,8 +35,13 @@ def unknown_cards(v: View) -> list[int]:
     return sorted(set(range(v.rules.deck_size)) - known)
 
 
-def determinize(v: View, rng: random.Random) -> State:
+def determinize(v: View, rng: random.Random, hidden: Mapping[int, tuple[int, ...]] | None = None) -> State:
     """A full state consistent with view ``v``, hidden cards drawn uniformly by ``rng``.
+
+    ``hidden`` fixes the unrevealed hand cards of some seats (a search that weighs its
+    samples by what the opponents' plays say about their hands chooses them); each must be
+    the right number of distinct cards among ``unknown_cards(v)``, else ``EngineError``. The
+    other seats' hands and the stock are drawn uniformly from the remaining unknown cards.
 
     >>> from engine import Rules, new_round, view
     >>> state, _ = new_round(Rules.preset("standard"), seed=5)
@@ -46,6 +52,14 @@ def determinize(v: View, rng: random.Random) -> State:
     if v.rules is None:
         raise EngineError("the view carries no rules")
     pool = unknown_cards(v)
+    if hidden:
+        if v.viewer in hidden:
+            raise EngineError("the viewer's own hand is not hidden from it")
+        chosen = [c for s, cards in hidden.items() for c in cards]
+        free = set(pool).difference(chosen)
+        if len(free) + len(chosen) != len(pool) or len(set(chosen)) != len(chosen):
+            raise EngineError("fixed hidden cards must be distinct unknown cards")
+        pool = sorted(free)
     rng.shuffle(pool)
     seats = []
     for s in v.seats:
@@ -53,16 +67,16 @@ def determinize(v: View, rng: random.Random) -> State:
             hand = s.hand
         else:
             missing = s.hand_size - len(s.revealed)
+            if hidden and s.seat in hidden:
+                mine = hidden[s.seat]
+                if len(mine) != missing:
+                    raise EngineError(f"seat {s.seat} hides {missing} cards, not {len(mine)}")
+                hand = tuple(sorted(s.revealed + tuple(mine)))
+                seats.append(_sampled_seat(s, hand))
+                continue
             hand = tuple(sorted(s.revealed + tuple(pool[:missing])))
             del pool[:missing]
-        seats.append(
-            SeatState(
-                hand=hand, captured=s.captured, revealed=s.revealed, shakes=s.shakes, bombs=s.bombs,
-                spare_flips=s.spare_flips, gos=s.gos, last_go_base=s.last_go_base,
-                last_go_order=s.last_go_order, turns=s.turns, ppeok_turns=s.ppeok_turns,
-                dry_turns=s.dry_turns, sseul=s.sseul, active=s.active,
-            )
-        )
+        seats.append(_sampled_seat(s, hand))
     if len(pool) != v.stock_count:
         raise EngineError(f"view inconsistent: {len(pool)} unknown cards for a stock of {v.stock_count}")
     stacks = [NO_STACK] * 13
@@ -72,4 +86,14 @@ def determinize(v: View, rng: random.Random) -> State:
         rules=v.rules, seed=0, dealer=v.dealer, phase=v.phase, to_move=v.to_move, seats=tuple(seats),
         floor=v.floor, stacks=tuple(stacks), stock=tuple(pool), gukjin=v.gukjin, turn=v.turn,
         go_seq=v.go_seq, payments=v.payments, carry=v.carry, settlement=v.settlement, steps=v.steps,
+        plays=v.plays,
+    )
+
+
+def _sampled_seat(s: SeatView, hand: tuple[int, ...]) -> SeatState:
+    return SeatState(
+        hand=hand, captured=s.captured, revealed=s.revealed, shakes=s.shakes, bombs=s.bombs,
+        spare_flips=s.spare_flips, gos=s.gos, last_go_base=s.last_go_base,
+        last_go_order=s.last_go_order, turns=s.turns, ppeok_turns=s.ppeok_turns,
+        dry_turns=s.dry_turns, sseul=s.sseul, active=s.active,
     )

@@ -63,7 +63,7 @@ from .rng import Rng
 from .rules import Rules
 from .scoring import Score, go_score, mask_total, score
 from .settlement import Bill, Factor, Payment, Settlement
-from .state import NO_STACK, START_STACK, Phase, SeatState, State, TurnContext
+from .state import NO_STACK, START_STACK, Phase, PlayRecord, SeatState, State, TurnContext
 
 MAX_REDEALS = 1000
 _EMPTY_SCORE = Score()
@@ -439,6 +439,9 @@ def _step(w: _W, action: Action) -> None:
     """Advance the working copy by one legal action."""
     phase = w.phase
     if phase is Phase.PLAY:
+        w.plays.append(
+            PlayRecord(w.to_move, action_id(action), tuple(w.floor), tuple([len(s.captured) for s in w.seats]))
+        )
         if isinstance(action, PlayCard):
             _play(w, action.card, action.shake)
         elif isinstance(action, Bomb):
@@ -1083,6 +1086,7 @@ class _W:
         "gukjin",
         "payments",
         "phase",
+        "plays",
         "quiet",
         "rules",
         "seats",
@@ -1108,6 +1112,7 @@ class _W:
     payments: list[Payment]
     carry: bool
     settlement: Settlement | None
+    plays: list[PlayRecord]
 
     def __init__(self) -> None:
         self.events: list[Event] = []
@@ -1126,7 +1131,7 @@ class _W:
         w.rules, w.seed, w.dealer, w.phase, w.to_move = s.rules, s.seed, s.dealer, s.phase, s.to_move
         w.seats, w.floor, w.stacks, w.stock = list(s.seats), list(s.floor), list(s.stacks), list(s.stock)
         w.gukjin, w.turn, w.go_seq, w.payments = s.gukjin, s.turn, s.go_seq, list(s.payments)
-        w.carry, w.settlement = s.carry, s.settlement
+        w.carry, w.settlement, w.plays = s.carry, s.settlement, list(s.plays)
         return w
 
     @classmethod
@@ -1139,7 +1144,7 @@ class _W:
         w.seats = [SeatState(hand=tuple(sorted(h))) for h in hands]
         w.floor, w.stacks, w.stock = floor, [NO_STACK] * 13, stock
         w.gukjin, w.turn, w.go_seq, w.payments = "open", None, 0, []
-        w.carry, w.settlement = carry, None
+        w.carry, w.settlement, w.plays = carry, None, []
         return w
 
     def freeze(self, steps: int) -> State:
@@ -1149,7 +1154,7 @@ class _W:
             seats=tuple(s.freeze() if isinstance(s, _Seat) else s for s in self.seats),
             floor=tuple(self.floor), stacks=tuple(self.stacks), stock=tuple(self.stock),
             gukjin=self.gukjin, turn=self.turn, go_seq=self.go_seq, payments=tuple(self.payments),
-            carry=self.carry, settlement=self.settlement, steps=steps,
+            carry=self.carry, settlement=self.settlement, steps=steps, plays=tuple(self.plays),
         )
 
     def upd(self, seat: int, **changes: object) -> None:

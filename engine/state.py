@@ -98,6 +98,25 @@ class TurnContext:
 
 
 @dataclass(frozen=True, slots=True)
+class PlayRecord:
+    """One play of the round (a hand card, a 폭탄 or a 빈 내기), as every seat saw it.
+
+    Public information only: who played, what, and the floor and pile sizes the play was
+    decided on. Search bots read it to infer what an opponent is likely to hold from the
+    choices it made (an opponent that laid a card down with a matching card in hand would
+    have played differently).
+    """
+
+    seat: int
+    action: int
+    """``action_id`` of the play (``PlayCard``, ``Bomb`` or ``FlipOnly``)."""
+    floor: tuple[int, ...]
+    """The floor before the play."""
+    piles: tuple[int, ...]
+    """Per seat: the size of its captured pile before the play."""
+
+
+@dataclass(frozen=True, slots=True)
 class State:
     """A round of Go-Stop at one moment."""
 
@@ -124,6 +143,8 @@ class State:
     settlement: Settlement | None = None
     steps: int = 0
     """Actions applied so far."""
+    plays: tuple[PlayRecord, ...] = ()
+    """Every play of the round so far, oldest first (public: see ``PlayRecord``)."""
 
     @property
     def over(self) -> bool:

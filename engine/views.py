@@ -16,7 +16,7 @@ from .game import _choice_cards, legal_actions, seat_score, shake_bomb_count
 from .rules import Rules
 from .scoring import Score
 from .settlement import Payment, Settlement
-from .state import NO_STACK, Phase, State, TurnContext
+from .state import NO_STACK, Phase, PlayRecord, State, TurnContext
 
 SPECTATOR = -1
 
@@ -95,6 +95,9 @@ class View:
     turn: TurnContext | None = None
     """The turn in progress (every card in it is face up)."""
     steps: int = 0
+    plays: tuple[PlayRecord, ...] = ()
+    """Every play of the round so far, oldest first: seat, action, and the floor and pile
+    sizes it was decided on (all public; see ``engine.state.PlayRecord``)."""
 
 
 def view(state: State, seat: int = SPECTATOR) -> View:
@@ -162,6 +165,7 @@ def view(state: State, seat: int = SPECTATOR) -> View:
         go_seq=state.go_seq,
         turn=state.turn,
         steps=state.steps,
+        plays=state.plays,
     )
 
 

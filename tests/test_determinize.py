@@ -72,3 +72,34 @@ def test_revealed_cards_stay_with_their_holder() -> None:
             assert set(shown) <= set(sample.seats[state.dealer].hand)
         return
     pytest.fail("no seed with a 흔들기 found")
+
+
+def test_fixed_hidden_hands_are_honoured() -> None:
+    rules = Rules.preset("standard", players=3)
+    state, _ = new_round(rules, 12)
+    seen = view(state, 0)
+    pool = unknown_cards(seen)
+    want = tuple(pool[-seen.seats[2].hand_size:])
+    rng = random.Random(4)
+    for _ in range(20):
+        sample = determinize(seen, rng, {2: want})
+        assert sample.seats[2].hand == tuple(sorted(want))
+        assert not set(want) & set(sample.seats[1].hand) and not set(want) & set(sample.stock)
+        card_places(sample)
+        assert view(sample, 0) == seen
+
+
+def test_fixed_hidden_hands_must_fit_the_view() -> None:
+    from engine import EngineError
+
+    state, _ = new_round(Rules.preset("standard"), 12)
+    seen = view(state, 0)
+    pool = unknown_cards(seen)
+    size = seen.seats[1].hand_size
+    rng = random.Random(0)
+    with pytest.raises(EngineError):
+        determinize(seen, rng, {1: tuple(pool[: size - 1])})  # too few
+    with pytest.raises(EngineError):
+        determinize(seen, rng, {1: (seen.seats[0].hand[0], *pool[: size - 1])})  # a card the viewer holds
+    with pytest.raises(EngineError):
+        determinize(seen, rng, {0: seen.seats[0].hand})  # the viewer's own hand

@@ -34,6 +34,7 @@ from engine import (
     SitOut,
     State,
     Stop,
+    action_id,
     apply,
     legal_actions,
     new_round,
@@ -385,3 +386,28 @@ def test_error_for_card_not_in_hand_names_only_that_card() -> None:
             apply(state, PlayCard(card), mover)
         assert str(err.value) == f"card {card} ({CODE[card]}) is not in your hand"
         assert named_cards(str(err.value)) == {card}
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=cfg_id)
+def test_play_history_is_public(config: tuple[str, int]) -> None:
+    """``View.plays``: every play in order, the same for every viewer, naming no hidden card."""
+    name, players = config
+    rules = Rules.preset(name, players=players)
+    for seed in range(10):
+        state, _ = new_round(rules, seed)
+        expected = []
+        while not state.over:
+            action = legal_actions(state)[(seed + state.steps) % len(legal_actions(state))]
+            if state.phase is Phase.PLAY:
+                piles = tuple(len(s.captured) for s in state.seats)
+                expected.append((state.to_move, action_id(action), state.floor, piles))
+            state, _ = apply(state, action)
+            views = [view(state, v) for v in (*range(players), SPECTATOR)]
+            for v in views:
+                assert [(r.seat, r.action, r.floor, r.piles) for r in v.plays] == expected
+            for viewer, v in enumerate(views[:-1]):
+                hidden = hidden_from(state, viewer, set())
+                for r in v.plays:
+                    assert not set(r.floor) & hidden
+                    if r.action < 128:
+                        assert r.action % 64 not in hidden
