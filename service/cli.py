@@ -64,7 +64,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Build the server inside the running loop: grpc.aio binds to the loop current at construction.
         await Server(config).serve_forever()
 
-    asyncio.run(run_server())
+    if config.event_loop == "uvloop":
+        import uvloop
+
+        uvloop.run(run_server())
+    else:
+        asyncio.run(run_server())
     return 0
 
 

@@ -43,6 +43,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log_format", "GOSTOP_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)"),
     Setting("log_level", "GOSTOP_LOG_LEVEL", "info", "debug, info, warning or error"),
     Setting("snapshot_cache", "GOSTOP_SNAPSHOT_CACHE", 10000, "games whose last snapshot a process keeps"),
+    Setting("event_loop", "GOSTOP_EVENT_LOOP", "uvloop",
+            "uvloop (faster; the default) or asyncio (the standard library's event loop)"),
     Setting("workers", "GOSTOP_WORKERS", 1,
             "server processes sharing the listen port (SO_REUSEPORT); more than 1 needs a Redis URL"),
 )
@@ -67,6 +69,7 @@ class Config:
     log_format: str = "auto"
     log_level: str = "info"
     snapshot_cache: int = 10000
+    event_loop: str = "uvloop"
     workers: int = 1
 
     def keys(self, name: str) -> tuple[str, ...]:
@@ -75,6 +78,8 @@ class Config:
     def __post_init__(self) -> None:
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ValueError("set both GOSTOP_TLS_CERT and GOSTOP_TLS_KEY, or neither")
+        if self.event_loop not in ("uvloop", "asyncio"):
+            raise ValueError("GOSTOP_EVENT_LOOP must be uvloop or asyncio")
         if self.log_format not in ("auto", "json", "console"):
             raise ValueError("GOSTOP_LOG_FORMAT must be auto, json or console")
         if self.token_secret and len(self.token_secret.encode()) < 16:

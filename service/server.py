@@ -245,6 +245,7 @@ class Server:
             store_note="embedded in-process memory store (no Redis URL set)" if self.store.name == "memory" else "",
             tls=bool(self.config.tls_cert), metrics_port=self.metrics_port,
             ephemeral_token_secret=self.ephemeral_secret, worker=worker_index(),
+            event_loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
         )
 
     async def stop(self, grace: float | None = None) -> None:

@@ -125,3 +125,23 @@ def test_which_urls_take_the_pipelined_path() -> None:
     assert _fast_client("rediss://h:1/0", 1, 1, 1) is None
     assert _fast_client("redis://h:1/0?health_check_interval=2", 1, 1, 1) is None
     assert _fast_client("redis+cluster://h:1", 1, 1, 1) is None
+
+
+def test_on_uvloop(redis_server: RedisServer) -> None:
+    """The server runs on uvloop by default, whose transports are not asyncio's classes."""
+    import uvloop
+
+    async def main() -> None:
+        store = RedisStore.from_url(redis_server.url, prefix="uv")
+        try:
+            assert await store.create("g1", b"s", b"e", TTL)
+            replies = await asyncio.gather(*(store.load("g1") for _ in range(50)))
+            assert all(r is not None and r.version == 1 for r in replies)
+            assert await store.commit("g1", 1, b"s2", b"e2", TTL, "r", "fp", b"x") == Committed(2)
+            redis_server.command("CLIENT", "KILL", "SKIPME", "yes", "TYPE", "normal")
+            snapshot = await store.load("g1")
+            assert snapshot is not None and snapshot.version == 2
+        finally:
+            await store.close()
+
+    uvloop.run(main())

@@ -19,9 +19,10 @@ from pathlib import Path
 import grpc
 import pytest
 from redis_server import RedisServer, free_port
-from service_fixtures import OPERATOR_KEY, ROOT, Api, service_redis_fixture, stub, wait_serving  # noqa: F401
+from service_fixtures import OPERATOR_KEY, ROOT, Api, Game, service_redis_fixture, stub, wait_serving  # noqa: F401
 
 from service.config import Config
+from service.pb.gostop.v1 import game_pb2 as pb
 from service.workers import WORKER_ENV, worker_env
 
 HOST = "127.0.0.1"
@@ -85,21 +86,32 @@ async def play_through_new_connections(port: int, moves: int) -> None:
     """Create a game, then make each move over a fresh channel (a fresh TCP connection, which the
     kernel may give to either worker): the tokens and the game must be good on both."""
     seed_rng = random.Random(5)
+    game = Game("", {}, 0, pb.CreateGameResponse())  # no game yet: the first move creates one
+    done = 0
+    refused = 0
+    while done < moves:
+        try:
+            done += await _one_move(port, game, seed_rng)
+        except grpc.aio.AioRpcError as error:
+            # A connection the kernel handed to a worker that was just killed is reset; a client
+            # retries it (on a fresh connection, which goes to a live worker).
+            refused += 1
+            assert error.code() == grpc.StatusCode.UNAVAILABLE and refused <= 5, error
+            await asyncio.sleep(0.2)
+
+
+async def _one_move(port: int, game: Game, seed_rng: random.Random) -> int:
+    """One move of ``game`` over a fresh channel (1), or a new game once it is over (0)."""
     async with grpc.aio.insecure_channel(f"{HOST}:{port}") as channel:
         api = Api(channel, stub(channel), port)
-        game = await api.create(seed=seed_rng.getrandbits(32))
-    done = 0
-    while done < moves:
-        async with grpc.aio.insecure_channel(f"{HOST}:{port}") as channel:
-            api = Api(channel, stub(channel), port)
-            seat, view = await api.to_move(game)
-            if seat < 0:
-                async with grpc.aio.insecure_channel(f"{HOST}:{port}") as fresh:
-                    game = await Api(fresh, stub(fresh), port).create(seed=seed_rng.getrandbits(32))
-                continue
-            result = await api.submit(game, seat, view.legal_actions[0].id)
-            game.version = result.result.version
-            done += 1
+        seat, view = await api.to_move(game) if game.id else (-1, None)
+        if seat < 0 or view is None:
+            fresh = await api.create(seed=seed_rng.getrandbits(32))
+            game.id, game.tokens, game.version = fresh.id, fresh.tokens, fresh.version
+            return 0
+        result = await api.submit(game, seat, view.legal_actions[0].id)
+        game.version = result.result.version
+        return 1
 
 
 async def test_workers_share_a_port_restart_and_stop_together(
