@@ -101,11 +101,29 @@ lint: $(PB) $(BUF)
 typecheck: $(PB)
 	$(PY) -m mypy
 
-# Engine benchmark (ARGS go to it), then the service benchmark over loopback (SERVICE_ARGS go to
-# it, e.g. SERVICE_ARGS="--inflight 1,8,32,64 --store memory"); it starts its own redis-server.
-bench: $(PB) redis-server
+# Every benchmark, each printing its table: the engine (scripts/bench.py; ARGS go to it); the
+# service over loopback with the Python load generator at 1, 8, 32 and 64 in flight
+# (scripts/bench_service.py; SERVICE_ARGS); the same with ghz (scripts/bench_ghz.py; GHZ_ARGS);
+# and 1 against 2 server worker processes (bench_service.py --compare-workers; WORKERS_ARGS). The
+# service benchmarks start their own redis-server and server. BENCH_SECONDS is each measurement's
+# window (3 s keeps the whole run within about five minutes; more steadies the figures), e.g.
+# make bench BENCH_SECONDS=10 SERVICE_ARGS="--server-metrics" WORKERS_ARGS="--client-processes 1".
+# ghz (Go module) is built into .tools/bin at a pinned version, for this target only.
+GHZ := .tools/bin/ghz
+GHZ_VERSION := v0.121.0
+BENCH_SECONDS ?= 3
+BENCH_WARMUP ?= 0.5
+
+$(GHZ):
+	GOBIN=$(CURDIR)/.tools/bin go install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
+
+bench: $(PB) redis-server $(GHZ)
 	$(PY) scripts/bench.py $(ARGS)
-	$(PY) scripts/bench_service.py $(SERVICE_ARGS)
+	$(PY) scripts/bench_service.py --inflight 1,8,32,64 --seconds $(BENCH_SECONDS) \
+		--warmup $(BENCH_WARMUP) $(SERVICE_ARGS)
+	$(PY) scripts/bench_ghz.py --ghz $(GHZ) --seconds $(BENCH_SECONDS) $(GHZ_ARGS)
+	$(PY) scripts/bench_service.py --compare-workers 1,2 --inflight 64 --channels 8 \
+		--client-processes 2 --seconds $(BENCH_SECONDS) --warmup $(BENCH_WARMUP) $(WORKERS_ARGS)
 
 # The reliability suite (tests/reliability) at longer sizes, bounded in time, loopback only; prints
 # the figures of the run (docs/reliability.md). ARGS go to scripts/soak.py, e.g. ARGS="--minutes 20".

@@ -124,6 +124,12 @@ def socket_inodes(pid: int) -> set[int]:
     return out
 
 
+def connections_by_pid(port: int, pids: Sequence[int]) -> list[int]:
+    """Established connections to ``port`` held by each of ``pids``."""
+    established = {inode for inode, state in tcp_sockets(port).items() if state == "01"}
+    return [len(socket_inodes(pid) & established) for pid in pids]
+
+
 def free_ports(count: int) -> int:
     """The first of ``count`` consecutive TCP ports that were free on loopback a moment ago."""
     for _ in range(50):
@@ -212,8 +218,7 @@ class ServerProcess:
 
     def connections(self) -> list[int]:
         """Established client connections held by each worker, in the order of ``worker_pids``."""
-        established = {inode for inode, state in tcp_sockets(self.port).items() if state == "01"}
-        return [len(socket_inodes(pid) & established) for pid in self.worker_pids()]
+        return connections_by_pid(self.port, self.worker_pids())
 
     def log_tail(self, size: int = 3000) -> str:
         if self._log is None:
@@ -528,12 +533,23 @@ def spread(total: int, parts: int) -> list[int]:
     return [total // parts + (i < total % parts) for i in range(parts)]
 
 
+@dataclasses.dataclass(frozen=True)
+class Balance:
+    """What a client needs to spread its connections evenly over the server's workers."""
+
+    port: int
+    pids: tuple[int, ...]
+    channels: int
+    """Channels of the whole load generator (all its processes)."""
+
+
 class LoadGen:
     """The load of one client process: its channels, a game pool per channel, and the workers of
     one measurement spread over the channels."""
 
-    def __init__(self, target: str, channels: int, games: int, seed: int) -> None:
+    def __init__(self, target: str, channels: int, games: int, seed: int, balance: Balance | None = None) -> None:
         self.target = target
+        self.balance = balance
         self.count = channels
         self.games = games
         self.seed = seed
@@ -543,9 +559,23 @@ class LoadGen:
         self.tag = ""
 
     async def open(self) -> None:
-        self.channels = [grpc.aio.insecure_channel(self.target, options=CHANNEL_OPTIONS) for _ in range(self.count)]
-        for channel in self.channels:
+        """Open the channels. With ``balance``, a channel whose connection went to a worker that
+        already holds its share of all the client's connections is closed and opened again (the
+        kernel hashes each connection to one worker: a few connections often land unevenly)."""
+        attempts = 0
+        while len(self.channels) < self.count:
+            before = connections_by_pid(self.balance.port, self.balance.pids) if self.balance else []
+            channel = grpc.aio.insecure_channel(self.target, options=CHANNEL_OPTIONS)
             await channel.channel_ready()
+            attempts += 1
+            if self.balance is not None and attempts < 20 * self.count:
+                after = connections_by_pid(self.balance.port, self.balance.pids)
+                gained = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if b > a]
+                share = -(-self.balance.channels // len(self.balance.pids))
+                if len(gained) == 1 and after[gained[0]] > share:
+                    await channel.close()
+                    continue
+            self.channels.append(channel)
 
     async def close(self) -> None:
         for channel in self.channels:
@@ -578,12 +608,14 @@ class LoadGen:
         return total
 
 
-def _client_process(conn: Connection, target: str, channels: int, games: int, seed: int) -> None:
+def _client_process(
+    conn: Connection, target: str, channels: int, games: int, seed: int, balance: Balance | None
+) -> None:
     """A client process (``--client-processes``): runs the parent's commands on its own LoadGen."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C and stops the children
 
     async def serve() -> None:
-        load = LoadGen(target, channels, games, seed)
+        load = LoadGen(target, channels, games, seed, balance)
         await load.open()
         loop = asyncio.get_running_loop()
         try:
@@ -607,8 +639,9 @@ class Clients:
     """The load generator: one LoadGen in this process, or one in each of ``processes`` child
     processes (spawned, each with its own event loop, channels and games), driven in step."""
 
-    def __init__(self, target: str, channels: int, processes: int, games: int) -> None:
+    def __init__(self, target: str, channels: int, processes: int, games: int, balance: Balance | None) -> None:
         self.target = target
+        self.balance = balance
         self.processes = processes
         self.channels = spread(max(channels, processes), processes)
         self.games = games
@@ -618,14 +651,15 @@ class Clients:
 
     async def open(self) -> None:
         if self.processes == 1:
-            self.local = LoadGen(self.target, self.channels[0], self.games, seed=1)
+            self.local = LoadGen(self.target, self.channels[0], self.games, seed=1, balance=self.balance)
             await self.local.open()
             return
         context = multiprocessing.get_context("spawn")
         for i, channels in enumerate(self.channels):
             parent, child = context.Pipe()
             process = context.Process(
-                target=_client_process, args=(child, self.target, channels, self.games // self.processes + 1, i + 1),
+                target=_client_process,
+                args=(child, self.target, channels, self.games // self.processes + 1, i + 1, self.balance),
                 daemon=True,
             )
             process.start()
@@ -766,7 +800,9 @@ async def measure(rpc: str, inflight: int, clients: Clients, args: argparse.Name
 
 async def bench(args: argparse.Namespace, server: ServerProcess) -> list[Result]:
     await wait_serving(server)
-    clients = Clients(server.target, args.channels, args.client_processes, args.games)
+    balance = Balance(server.port, tuple(server.worker_pids()), max(args.channels, args.client_processes))
+    clients = Clients(server.target, args.channels, args.client_processes, args.games,
+                      balance if server.workers > 1 else None)
     try:
         await clients.open()
         results: list[Result] = []
@@ -867,6 +903,11 @@ def report_comparison(runs: dict[int, list[Result]], args: argparse.Namespace) -
     print("client/server: CPU of the load generator and of the server processes (100% = one core). "
           "When the client's CPU plus the server's reaches the machine's cores, the workers compete with "
           "the load generator and the ratio understates what a second worker gives on a machine of its own.")
+    uneven = sorted({f"{r.rpc} @{r.inflight} {' '.join(map(str, r.connections))}" for results in runs.values()
+                     for r in results if len(r.connections) > 1 and max(r.connections) > 1.5 * min(r.connections)})
+    if uneven:
+        print("uneven connections per worker (the kernel hashes each connection to a worker; more --channels "
+              "even them out): " + "; ".join(uneven))
     for (rpc, inflight), ratio in sorted(ratios.items()):
         if rpc == "SubmitAction":
             print(f"goal: SubmitAction with {GOAL_WORKERS} workers >= {GOAL_WORKERS_RATIO:g}x one worker "
