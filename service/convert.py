@@ -298,6 +298,8 @@ def view_to_pb(view: View, match: Match, game_id: str, version: int, out: pb.Gam
     out.go_seq, out.steps = view.go_seq, view.steps
     if view.turn is not None:
         fill(out.turn, view.turn)
+    for record in view.plays:
+        fill(out.plays.add(), record)
     m = out.match
     m.round_no, m.rounds, m.finished = match.round_no, match.rounds, match.finished
     m.points.extend(match.points)

@@ -52,7 +52,7 @@ from engine import (
     action_from_id,
 )
 from engine.events import Event
-from engine.state import TurnContext
+from engine.state import PlayRecord, TurnContext
 from engine.views import Pending, SeatView, Stack
 from service.pb.gostop.v1 import game_pb2 as pb
 
@@ -327,6 +327,7 @@ def view_from_pb(msg: pb.GameView) -> View:
         go_seq=msg.go_seq,
         turn=_turn(msg.turn) if msg.HasField("turn") else None,
         steps=msg.steps,
+        plays=tuple(PlayRecord(r.seat, r.action, tuple(r.floor), tuple(r.piles)) for r in msg.plays),
     )
 
 

@@ -4129,7 +4129,9 @@ type GameView struct {
 	// The turn in progress, if the round waits inside a turn.
 	Turn *TurnContext `protobuf:"bytes,21,opt,name=turn,proto3" json:"turn,omitempty"`
 	// Actions applied in the round so far.
-	Steps         int32 `protobuf:"varint,22,opt,name=steps,proto3" json:"steps,omitempty"`
+	Steps int32 `protobuf:"varint,22,opt,name=steps,proto3" json:"steps,omitempty"`
+	// Every play of the round so far (hand cards, 폭탄, 빈 내기), oldest first: public.
+	Plays         []*PlayRecord `protobuf:"bytes,23,rep,name=plays,proto3" json:"plays,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4318,6 +4320,85 @@ func (x *GameView) GetSteps() int32 {
 	return 0
 }
 
+func (x *GameView) GetPlays() []*PlayRecord {
+	if x != nil {
+		return x.Plays
+	}
+	return nil
+}
+
+// PlayRecord is one play of the round as every seat saw it: who played what, on which floor.
+type PlayRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seat  int32                  `protobuf:"varint,1,opt,name=seat,proto3" json:"seat,omitempty"`
+	// The play's action id (a hand card, a 폭탄 or a 빈 내기).
+	Action int32 `protobuf:"varint,2,opt,name=action,proto3" json:"action,omitempty"`
+	// The floor before the play.
+	Floor []int32 `protobuf:"varint,3,rep,packed,name=floor,proto3" json:"floor,omitempty"`
+	// Per seat: the size of its captured pile before the play.
+	Piles         []int32 `protobuf:"varint,4,rep,packed,name=piles,proto3" json:"piles,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlayRecord) Reset() {
+	*x = PlayRecord{}
+	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlayRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlayRecord) ProtoMessage() {}
+
+func (x *PlayRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlayRecord.ProtoReflect.Descriptor instead.
+func (*PlayRecord) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *PlayRecord) GetSeat() int32 {
+	if x != nil {
+		return x.Seat
+	}
+	return 0
+}
+
+func (x *PlayRecord) GetAction() int32 {
+	if x != nil {
+		return x.Action
+	}
+	return 0
+}
+
+func (x *PlayRecord) GetFloor() []int32 {
+	if x != nil {
+		return x.Floor
+	}
+	return nil
+}
+
+func (x *PlayRecord) GetPiles() []int32 {
+	if x != nil {
+		return x.Piles
+	}
+	return nil
+}
+
 // Event is one thing that happened; exactly one field is set.
 type Event struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4358,7 +4439,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	mi := &file_gostop_v1_game_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4370,7 +4451,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	mi := &file_gostop_v1_game_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4383,7 +4464,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{48}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Event) GetKind() isEvent_Kind {
@@ -4828,7 +4909,7 @@ type Redealt struct {
 
 func (x *Redealt) Reset() {
 	*x = Redealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[49]
+	mi := &file_gostop_v1_game_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4840,7 +4921,7 @@ func (x *Redealt) String() string {
 func (*Redealt) ProtoMessage() {}
 
 func (x *Redealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[49]
+	mi := &file_gostop_v1_game_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4853,7 +4934,7 @@ func (x *Redealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redealt.ProtoReflect.Descriptor instead.
 func (*Redealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{49}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Redealt) GetReason() string {
@@ -4884,7 +4965,7 @@ type Dealt struct {
 
 func (x *Dealt) Reset() {
 	*x = Dealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[50]
+	mi := &file_gostop_v1_game_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4896,7 +4977,7 @@ func (x *Dealt) String() string {
 func (*Dealt) ProtoMessage() {}
 
 func (x *Dealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[50]
+	mi := &file_gostop_v1_game_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4909,7 +4990,7 @@ func (x *Dealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dealt.ProtoReflect.Descriptor instead.
 func (*Dealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{50}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Dealt) GetDealer() int32 {
@@ -4960,7 +5041,7 @@ type BonusCaptured struct {
 
 func (x *BonusCaptured) Reset() {
 	*x = BonusCaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[51]
+	mi := &file_gostop_v1_game_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4972,7 +5053,7 @@ func (x *BonusCaptured) String() string {
 func (*BonusCaptured) ProtoMessage() {}
 
 func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[51]
+	mi := &file_gostop_v1_game_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4985,7 +5066,7 @@ func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BonusCaptured.ProtoReflect.Descriptor instead.
 func (*BonusCaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{51}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *BonusCaptured) GetSeat() int32 {
@@ -5027,7 +5108,7 @@ type SatOut struct {
 
 func (x *SatOut) Reset() {
 	*x = SatOut{}
-	mi := &file_gostop_v1_game_proto_msgTypes[52]
+	mi := &file_gostop_v1_game_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5039,7 +5120,7 @@ func (x *SatOut) String() string {
 func (*SatOut) ProtoMessage() {}
 
 func (x *SatOut) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[52]
+	mi := &file_gostop_v1_game_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5052,7 +5133,7 @@ func (x *SatOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SatOut.ProtoReflect.Descriptor instead.
 func (*SatOut) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{52}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SatOut) GetSeat() int32 {
@@ -5079,7 +5160,7 @@ type JoinedRound struct {
 
 func (x *JoinedRound) Reset() {
 	*x = JoinedRound{}
-	mi := &file_gostop_v1_game_proto_msgTypes[53]
+	mi := &file_gostop_v1_game_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5091,7 +5172,7 @@ func (x *JoinedRound) String() string {
 func (*JoinedRound) ProtoMessage() {}
 
 func (x *JoinedRound) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[53]
+	mi := &file_gostop_v1_game_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5104,7 +5185,7 @@ func (x *JoinedRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinedRound.ProtoReflect.Descriptor instead.
 func (*JoinedRound) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{53}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *JoinedRound) GetSeat() int32 {
@@ -5126,7 +5207,7 @@ type GwangSold struct {
 
 func (x *GwangSold) Reset() {
 	*x = GwangSold{}
-	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	mi := &file_gostop_v1_game_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5138,7 +5219,7 @@ func (x *GwangSold) String() string {
 func (*GwangSold) ProtoMessage() {}
 
 func (x *GwangSold) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	mi := &file_gostop_v1_game_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5151,7 +5232,7 @@ func (x *GwangSold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GwangSold.ProtoReflect.Descriptor instead.
 func (*GwangSold) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{54}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GwangSold) GetSeat() int32 {
@@ -5187,7 +5268,7 @@ type CardPlayed struct {
 
 func (x *CardPlayed) Reset() {
 	*x = CardPlayed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	mi := &file_gostop_v1_game_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5199,7 +5280,7 @@ func (x *CardPlayed) String() string {
 func (*CardPlayed) ProtoMessage() {}
 
 func (x *CardPlayed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	mi := &file_gostop_v1_game_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5212,7 +5293,7 @@ func (x *CardPlayed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardPlayed.ProtoReflect.Descriptor instead.
 func (*CardPlayed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{55}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *CardPlayed) GetSeat() int32 {
@@ -5248,7 +5329,7 @@ type Shaken struct {
 
 func (x *Shaken) Reset() {
 	*x = Shaken{}
-	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	mi := &file_gostop_v1_game_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5260,7 +5341,7 @@ func (x *Shaken) String() string {
 func (*Shaken) ProtoMessage() {}
 
 func (x *Shaken) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	mi := &file_gostop_v1_game_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5273,7 +5354,7 @@ func (x *Shaken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shaken.ProtoReflect.Descriptor instead.
 func (*Shaken) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{56}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Shaken) GetSeat() int32 {
@@ -5310,7 +5391,7 @@ type Bombed struct {
 
 func (x *Bombed) Reset() {
 	*x = Bombed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[57]
+	mi := &file_gostop_v1_game_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5322,7 +5403,7 @@ func (x *Bombed) String() string {
 func (*Bombed) ProtoMessage() {}
 
 func (x *Bombed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[57]
+	mi := &file_gostop_v1_game_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5335,7 +5416,7 @@ func (x *Bombed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bombed.ProtoReflect.Descriptor instead.
 func (*Bombed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{57}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Bombed) GetSeat() int32 {
@@ -5377,7 +5458,7 @@ type FlipOnlyUsed struct {
 
 func (x *FlipOnlyUsed) Reset() {
 	*x = FlipOnlyUsed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[58]
+	mi := &file_gostop_v1_game_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5389,7 +5470,7 @@ func (x *FlipOnlyUsed) String() string {
 func (*FlipOnlyUsed) ProtoMessage() {}
 
 func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[58]
+	mi := &file_gostop_v1_game_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5402,7 +5483,7 @@ func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlipOnlyUsed.ProtoReflect.Descriptor instead.
 func (*FlipOnlyUsed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{58}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *FlipOnlyUsed) GetSeat() int32 {
@@ -5430,7 +5511,7 @@ type CardFlipped struct {
 
 func (x *CardFlipped) Reset() {
 	*x = CardFlipped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[59]
+	mi := &file_gostop_v1_game_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5442,7 +5523,7 @@ func (x *CardFlipped) String() string {
 func (*CardFlipped) ProtoMessage() {}
 
 func (x *CardFlipped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[59]
+	mi := &file_gostop_v1_game_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5455,7 +5536,7 @@ func (x *CardFlipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardFlipped.ProtoReflect.Descriptor instead.
 func (*CardFlipped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{59}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *CardFlipped) GetSeat() int32 {
@@ -5483,7 +5564,7 @@ type CardLaid struct {
 
 func (x *CardLaid) Reset() {
 	*x = CardLaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[60]
+	mi := &file_gostop_v1_game_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5495,7 +5576,7 @@ func (x *CardLaid) String() string {
 func (*CardLaid) ProtoMessage() {}
 
 func (x *CardLaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[60]
+	mi := &file_gostop_v1_game_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5508,7 +5589,7 @@ func (x *CardLaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardLaid.ProtoReflect.Descriptor instead.
 func (*CardLaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{60}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CardLaid) GetSeat() int32 {
@@ -5536,7 +5617,7 @@ type Captured struct {
 
 func (x *Captured) Reset() {
 	*x = Captured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[61]
+	mi := &file_gostop_v1_game_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5548,7 +5629,7 @@ func (x *Captured) String() string {
 func (*Captured) ProtoMessage() {}
 
 func (x *Captured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[61]
+	mi := &file_gostop_v1_game_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5561,7 +5642,7 @@ func (x *Captured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Captured.ProtoReflect.Descriptor instead.
 func (*Captured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{61}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Captured) GetSeat() int32 {
@@ -5591,7 +5672,7 @@ type PpeokFormed struct {
 
 func (x *PpeokFormed) Reset() {
 	*x = PpeokFormed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[62]
+	mi := &file_gostop_v1_game_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5603,7 +5684,7 @@ func (x *PpeokFormed) String() string {
 func (*PpeokFormed) ProtoMessage() {}
 
 func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[62]
+	mi := &file_gostop_v1_game_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5616,7 +5697,7 @@ func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokFormed.ProtoReflect.Descriptor instead.
 func (*PpeokFormed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{62}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PpeokFormed) GetSeat() int32 {
@@ -5660,7 +5741,7 @@ type PpeokRecaptured struct {
 
 func (x *PpeokRecaptured) Reset() {
 	*x = PpeokRecaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	mi := &file_gostop_v1_game_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5672,7 +5753,7 @@ func (x *PpeokRecaptured) String() string {
 func (*PpeokRecaptured) ProtoMessage() {}
 
 func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	mi := &file_gostop_v1_game_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5685,7 +5766,7 @@ func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokRecaptured.ProtoReflect.Descriptor instead.
 func (*PpeokRecaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{63}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PpeokRecaptured) GetSeat() int32 {
@@ -5728,7 +5809,7 @@ type Jjok struct {
 
 func (x *Jjok) Reset() {
 	*x = Jjok{}
-	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5740,7 +5821,7 @@ func (x *Jjok) String() string {
 func (*Jjok) ProtoMessage() {}
 
 func (x *Jjok) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5753,7 +5834,7 @@ func (x *Jjok) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Jjok.ProtoReflect.Descriptor instead.
 func (*Jjok) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{64}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Jjok) GetSeat() int32 {
@@ -5789,7 +5870,7 @@ type Ttadak struct {
 
 func (x *Ttadak) Reset() {
 	*x = Ttadak{}
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5801,7 +5882,7 @@ func (x *Ttadak) String() string {
 func (*Ttadak) ProtoMessage() {}
 
 func (x *Ttadak) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5814,7 +5895,7 @@ func (x *Ttadak) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ttadak.ProtoReflect.Descriptor instead.
 func (*Ttadak) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Ttadak) GetSeat() int32 {
@@ -5850,7 +5931,7 @@ type Sseul struct {
 
 func (x *Sseul) Reset() {
 	*x = Sseul{}
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5862,7 +5943,7 @@ func (x *Sseul) String() string {
 func (*Sseul) ProtoMessage() {}
 
 func (x *Sseul) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5875,7 +5956,7 @@ func (x *Sseul) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sseul.ProtoReflect.Descriptor instead.
 func (*Sseul) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Sseul) GetSeat() int32 {
@@ -5913,7 +5994,7 @@ type PiStolen struct {
 
 func (x *PiStolen) Reset() {
 	*x = PiStolen{}
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5925,7 +6006,7 @@ func (x *PiStolen) String() string {
 func (*PiStolen) ProtoMessage() {}
 
 func (x *PiStolen) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5938,7 +6019,7 @@ func (x *PiStolen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiStolen.ProtoReflect.Descriptor instead.
 func (*PiStolen) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *PiStolen) GetSeat() int32 {
@@ -5988,7 +6069,7 @@ type GukjinDecided struct {
 
 func (x *GukjinDecided) Reset() {
 	*x = GukjinDecided{}
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6000,7 +6081,7 @@ func (x *GukjinDecided) String() string {
 func (*GukjinDecided) ProtoMessage() {}
 
 func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6013,7 +6094,7 @@ func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GukjinDecided.ProtoReflect.Descriptor instead.
 func (*GukjinDecided) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GukjinDecided) GetSeat() int32 {
@@ -6049,7 +6130,7 @@ type ScoreChanged struct {
 
 func (x *ScoreChanged) Reset() {
 	*x = ScoreChanged{}
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6061,7 +6142,7 @@ func (x *ScoreChanged) String() string {
 func (*ScoreChanged) ProtoMessage() {}
 
 func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6074,7 +6155,7 @@ func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreChanged.ProtoReflect.Descriptor instead.
 func (*ScoreChanged) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ScoreChanged) GetSeat() int32 {
@@ -6110,7 +6191,7 @@ type WentGo struct {
 
 func (x *WentGo) Reset() {
 	*x = WentGo{}
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6122,7 +6203,7 @@ func (x *WentGo) String() string {
 func (*WentGo) ProtoMessage() {}
 
 func (x *WentGo) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6135,7 +6216,7 @@ func (x *WentGo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WentGo.ProtoReflect.Descriptor instead.
 func (*WentGo) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WentGo) GetSeat() int32 {
@@ -6171,7 +6252,7 @@ type Stopped struct {
 
 func (x *Stopped) Reset() {
 	*x = Stopped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6183,7 +6264,7 @@ func (x *Stopped) String() string {
 func (*Stopped) ProtoMessage() {}
 
 func (x *Stopped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6196,7 +6277,7 @@ func (x *Stopped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stopped.ProtoReflect.Descriptor instead.
 func (*Stopped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Stopped) GetSeat() int32 {
@@ -6230,7 +6311,7 @@ type InstantPaid struct {
 
 func (x *InstantPaid) Reset() {
 	*x = InstantPaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6242,7 +6323,7 @@ func (x *InstantPaid) String() string {
 func (*InstantPaid) ProtoMessage() {}
 
 func (x *InstantPaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6255,7 +6336,7 @@ func (x *InstantPaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantPaid.ProtoReflect.Descriptor instead.
 func (*InstantPaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *InstantPaid) GetPayment() *Payment {
@@ -6277,7 +6358,7 @@ type InstantWin struct {
 
 func (x *InstantWin) Reset() {
 	*x = InstantWin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6289,7 +6370,7 @@ func (x *InstantWin) String() string {
 func (*InstantWin) ProtoMessage() {}
 
 func (x *InstantWin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6302,7 +6383,7 @@ func (x *InstantWin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantWin.ProtoReflect.Descriptor instead.
 func (*InstantWin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *InstantWin) GetSeat() int32 {
@@ -6337,7 +6418,7 @@ type InstantLoss struct {
 
 func (x *InstantLoss) Reset() {
 	*x = InstantLoss{}
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6349,7 +6430,7 @@ func (x *InstantLoss) String() string {
 func (*InstantLoss) ProtoMessage() {}
 
 func (x *InstantLoss) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6362,7 +6443,7 @@ func (x *InstantLoss) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantLoss.ProtoReflect.Descriptor instead.
 func (*InstantLoss) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *InstantLoss) GetSeat() int32 {
@@ -6389,7 +6470,7 @@ type Nagari struct {
 
 func (x *Nagari) Reset() {
 	*x = Nagari{}
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6401,7 +6482,7 @@ func (x *Nagari) String() string {
 func (*Nagari) ProtoMessage() {}
 
 func (x *Nagari) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6414,7 +6495,7 @@ func (x *Nagari) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Nagari.ProtoReflect.Descriptor instead.
 func (*Nagari) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Nagari) GetReason() string {
@@ -6434,7 +6515,7 @@ type RoundSettled struct {
 
 func (x *RoundSettled) Reset() {
 	*x = RoundSettled{}
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6446,7 +6527,7 @@ func (x *RoundSettled) String() string {
 func (*RoundSettled) ProtoMessage() {}
 
 func (x *RoundSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6459,7 +6540,7 @@ func (x *RoundSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoundSettled.ProtoReflect.Descriptor instead.
 func (*RoundSettled) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *RoundSettled) GetSettlement() *Settlement {
@@ -6805,7 +6886,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x04wins\x18\x05 \x03(\x05R\x04wins\x12\x16\n" +
 	"\x06losses\x18\x06 \x03(\x05R\x06losses\x12\x14\n" +
 	"\x05draws\x18\a \x03(\x05R\x05draws\x12\x1a\n" +
-	"\bfinished\x18\b \x01(\bR\bfinished\"\x82\x06\n" +
+	"\bfinished\x18\b \x01(\bR\bfinished\"\xaf\x06\n" +
 	"\bGameView\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12\x16\n" +
 	"\x06viewer\x18\x02 \x01(\x05R\x06viewer\x12\x16\n" +
@@ -6832,7 +6913,14 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x05rules\x18\x13 \x01(\v2\x10.gostop.v1.RulesR\x05rules\x12\x15\n" +
 	"\x06go_seq\x18\x14 \x01(\x05R\x05goSeq\x12*\n" +
 	"\x04turn\x18\x15 \x01(\v2\x16.gostop.v1.TurnContextR\x04turn\x12\x14\n" +
-	"\x05steps\x18\x16 \x01(\x05R\x05steps\"\x81\f\n" +
+	"\x05steps\x18\x16 \x01(\x05R\x05steps\x12+\n" +
+	"\x05plays\x18\x17 \x03(\v2\x15.gostop.v1.PlayRecordR\x05plays\"d\n" +
+	"\n" +
+	"PlayRecord\x12\x12\n" +
+	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\x05R\x06action\x12\x14\n" +
+	"\x05floor\x18\x03 \x03(\x05R\x05floor\x12\x14\n" +
+	"\x05piles\x18\x04 \x03(\x05R\x05piles\"\x81\f\n" +
 	"\x05Event\x12.\n" +
 	"\aredealt\x18\x01 \x01(\v2\x12.gostop.v1.RedealtH\x00R\aredealt\x12(\n" +
 	"\x05dealt\x18\x02 \x01(\v2\x10.gostop.v1.DealtH\x00R\x05dealt\x12A\n" +
@@ -7059,7 +7147,7 @@ func file_gostop_v1_game_proto_rawDescGZIP() []byte {
 }
 
 var file_gostop_v1_game_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
+var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_gostop_v1_game_proto_goTypes = []any{
 	(GoScoring)(0),                 // 0: gostop.v1.GoScoring
 	(LastActionGo)(0),              // 1: gostop.v1.LastActionGo
@@ -7119,35 +7207,36 @@ var file_gostop_v1_game_proto_goTypes = []any{
 	(*Settlement)(nil),             // 55: gostop.v1.Settlement
 	(*MatchSummary)(nil),           // 56: gostop.v1.MatchSummary
 	(*GameView)(nil),               // 57: gostop.v1.GameView
-	(*Event)(nil),                  // 58: gostop.v1.Event
-	(*Redealt)(nil),                // 59: gostop.v1.Redealt
-	(*Dealt)(nil),                  // 60: gostop.v1.Dealt
-	(*BonusCaptured)(nil),          // 61: gostop.v1.BonusCaptured
-	(*SatOut)(nil),                 // 62: gostop.v1.SatOut
-	(*JoinedRound)(nil),            // 63: gostop.v1.JoinedRound
-	(*GwangSold)(nil),              // 64: gostop.v1.GwangSold
-	(*CardPlayed)(nil),             // 65: gostop.v1.CardPlayed
-	(*Shaken)(nil),                 // 66: gostop.v1.Shaken
-	(*Bombed)(nil),                 // 67: gostop.v1.Bombed
-	(*FlipOnlyUsed)(nil),           // 68: gostop.v1.FlipOnlyUsed
-	(*CardFlipped)(nil),            // 69: gostop.v1.CardFlipped
-	(*CardLaid)(nil),               // 70: gostop.v1.CardLaid
-	(*Captured)(nil),               // 71: gostop.v1.Captured
-	(*PpeokFormed)(nil),            // 72: gostop.v1.PpeokFormed
-	(*PpeokRecaptured)(nil),        // 73: gostop.v1.PpeokRecaptured
-	(*Jjok)(nil),                   // 74: gostop.v1.Jjok
-	(*Ttadak)(nil),                 // 75: gostop.v1.Ttadak
-	(*Sseul)(nil),                  // 76: gostop.v1.Sseul
-	(*PiStolen)(nil),               // 77: gostop.v1.PiStolen
-	(*GukjinDecided)(nil),          // 78: gostop.v1.GukjinDecided
-	(*ScoreChanged)(nil),           // 79: gostop.v1.ScoreChanged
-	(*WentGo)(nil),                 // 80: gostop.v1.WentGo
-	(*Stopped)(nil),                // 81: gostop.v1.Stopped
-	(*InstantPaid)(nil),            // 82: gostop.v1.InstantPaid
-	(*InstantWin)(nil),             // 83: gostop.v1.InstantWin
-	(*InstantLoss)(nil),            // 84: gostop.v1.InstantLoss
-	(*Nagari)(nil),                 // 85: gostop.v1.Nagari
-	(*RoundSettled)(nil),           // 86: gostop.v1.RoundSettled
+	(*PlayRecord)(nil),             // 58: gostop.v1.PlayRecord
+	(*Event)(nil),                  // 59: gostop.v1.Event
+	(*Redealt)(nil),                // 60: gostop.v1.Redealt
+	(*Dealt)(nil),                  // 61: gostop.v1.Dealt
+	(*BonusCaptured)(nil),          // 62: gostop.v1.BonusCaptured
+	(*SatOut)(nil),                 // 63: gostop.v1.SatOut
+	(*JoinedRound)(nil),            // 64: gostop.v1.JoinedRound
+	(*GwangSold)(nil),              // 65: gostop.v1.GwangSold
+	(*CardPlayed)(nil),             // 66: gostop.v1.CardPlayed
+	(*Shaken)(nil),                 // 67: gostop.v1.Shaken
+	(*Bombed)(nil),                 // 68: gostop.v1.Bombed
+	(*FlipOnlyUsed)(nil),           // 69: gostop.v1.FlipOnlyUsed
+	(*CardFlipped)(nil),            // 70: gostop.v1.CardFlipped
+	(*CardLaid)(nil),               // 71: gostop.v1.CardLaid
+	(*Captured)(nil),               // 72: gostop.v1.Captured
+	(*PpeokFormed)(nil),            // 73: gostop.v1.PpeokFormed
+	(*PpeokRecaptured)(nil),        // 74: gostop.v1.PpeokRecaptured
+	(*Jjok)(nil),                   // 75: gostop.v1.Jjok
+	(*Ttadak)(nil),                 // 76: gostop.v1.Ttadak
+	(*Sseul)(nil),                  // 77: gostop.v1.Sseul
+	(*PiStolen)(nil),               // 78: gostop.v1.PiStolen
+	(*GukjinDecided)(nil),          // 79: gostop.v1.GukjinDecided
+	(*ScoreChanged)(nil),           // 80: gostop.v1.ScoreChanged
+	(*WentGo)(nil),                 // 81: gostop.v1.WentGo
+	(*Stopped)(nil),                // 82: gostop.v1.Stopped
+	(*InstantPaid)(nil),            // 83: gostop.v1.InstantPaid
+	(*InstantWin)(nil),             // 84: gostop.v1.InstantWin
+	(*InstantLoss)(nil),            // 85: gostop.v1.InstantLoss
+	(*Nagari)(nil),                 // 86: gostop.v1.Nagari
+	(*RoundSettled)(nil),           // 87: gostop.v1.RoundSettled
 }
 var file_gostop_v1_game_proto_depIdxs = []int32{
 	0,   // 0: gostop.v1.Rules.go_scoring:type_name -> gostop.v1.GoScoring
@@ -7184,14 +7273,14 @@ var file_gostop_v1_game_proto_depIdxs = []int32{
 	35,  // 31: gostop.v1.Action.decline_gwang_sale:type_name -> gostop.v1.DeclineGwangSale
 	23,  // 32: gostop.v1.LegalAction.action:type_name -> gostop.v1.Action
 	23,  // 33: gostop.v1.SubmitActionRequest.structured:type_name -> gostop.v1.Action
-	58,  // 34: gostop.v1.TurnResult.events:type_name -> gostop.v1.Event
+	59,  // 34: gostop.v1.TurnResult.events:type_name -> gostop.v1.Event
 	57,  // 35: gostop.v1.TurnResult.view:type_name -> gostop.v1.GameView
 	55,  // 36: gostop.v1.TurnResult.settlement:type_name -> gostop.v1.Settlement
 	38,  // 37: gostop.v1.SubmitActionResponse.result:type_name -> gostop.v1.TurnResult
 	38,  // 38: gostop.v1.StartNextRoundResponse.result:type_name -> gostop.v1.TurnResult
-	58,  // 39: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
+	59,  // 39: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
 	23,  // 40: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
-	58,  // 41: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
+	59,  // 41: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
 	45,  // 42: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
 	10,  // 43: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
 	17,  // 44: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
@@ -7213,57 +7302,58 @@ var file_gostop_v1_game_proto_depIdxs = []int32{
 	56,  // 60: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
 	10,  // 61: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
 	49,  // 62: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
-	59,  // 63: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
-	60,  // 64: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
-	61,  // 65: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
-	62,  // 66: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
-	63,  // 67: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
-	64,  // 68: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
-	65,  // 69: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
-	66,  // 70: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
-	67,  // 71: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
-	68,  // 72: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
-	69,  // 73: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
-	70,  // 74: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
-	71,  // 75: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
-	72,  // 76: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
-	73,  // 77: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
-	74,  // 78: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
-	75,  // 79: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
-	76,  // 80: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
-	77,  // 81: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
-	78,  // 82: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
-	79,  // 83: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
-	80,  // 84: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
-	81,  // 85: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
-	82,  // 86: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
-	83,  // 87: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
-	84,  // 88: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
-	85,  // 89: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
-	86,  // 90: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
-	16,  // 91: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
-	47,  // 92: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
-	53,  // 93: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
-	55,  // 94: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
-	14,  // 95: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
-	18,  // 96: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
-	21,  // 97: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
-	37,  // 98: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
-	42,  // 99: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
-	44,  // 100: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
-	40,  // 101: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
-	15,  // 102: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
-	20,  // 103: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
-	22,  // 104: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
-	39,  // 105: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
-	43,  // 106: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
-	46,  // 107: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
-	41,  // 108: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
-	102, // [102:109] is the sub-list for method output_type
-	95,  // [95:102] is the sub-list for method input_type
-	95,  // [95:95] is the sub-list for extension type_name
-	95,  // [95:95] is the sub-list for extension extendee
-	0,   // [0:95] is the sub-list for field type_name
+	58,  // 63: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
+	60,  // 64: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
+	61,  // 65: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
+	62,  // 66: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
+	63,  // 67: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
+	64,  // 68: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
+	65,  // 69: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
+	66,  // 70: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
+	67,  // 71: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
+	68,  // 72: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
+	69,  // 73: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
+	70,  // 74: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
+	71,  // 75: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
+	72,  // 76: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
+	73,  // 77: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
+	74,  // 78: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
+	75,  // 79: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
+	76,  // 80: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
+	77,  // 81: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
+	78,  // 82: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
+	79,  // 83: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
+	80,  // 84: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
+	81,  // 85: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
+	82,  // 86: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
+	83,  // 87: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
+	84,  // 88: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
+	85,  // 89: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
+	86,  // 90: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
+	87,  // 91: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
+	16,  // 92: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
+	47,  // 93: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
+	53,  // 94: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
+	55,  // 95: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
+	14,  // 96: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
+	18,  // 97: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
+	21,  // 98: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
+	37,  // 99: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
+	42,  // 100: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
+	44,  // 101: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
+	40,  // 102: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
+	15,  // 103: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
+	20,  // 104: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
+	22,  // 105: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
+	39,  // 106: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
+	43,  // 107: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
+	46,  // 108: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
+	41,  // 109: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
+	103, // [103:110] is the sub-list for method output_type
+	96,  // [96:103] is the sub-list for method input_type
+	96,  // [96:96] is the sub-list for extension type_name
+	96,  // [96:96] is the sub-list for extension extendee
+	0,   // [0:96] is the sub-list for field type_name
 }
 
 func init() { file_gostop_v1_game_proto_init() }
@@ -7291,7 +7381,7 @@ func file_gostop_v1_game_proto_init() {
 		(*SubmitActionRequest_ActionId)(nil),
 		(*SubmitActionRequest_Structured)(nil),
 	}
-	file_gostop_v1_game_proto_msgTypes[48].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[49].OneofWrappers = []any{
 		(*Event_Redealt)(nil),
 		(*Event_Dealt)(nil),
 		(*Event_BonusCaptured)(nil),
@@ -7327,7 +7417,7 @@ func file_gostop_v1_game_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gostop_v1_game_proto_rawDesc), len(file_gostop_v1_game_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   77,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
