@@ -124,6 +124,7 @@ bench: $(PB) redis-server $(GHZ)
 	$(PY) scripts/bench_ghz.py --ghz $(GHZ) --seconds $(BENCH_SECONDS) $(GHZ_ARGS)
 	$(PY) scripts/bench_service.py --compare-workers 1,2 --inflight 64 --channels 8 \
 		--client-processes 2 --seconds $(BENCH_SECONDS) --warmup $(BENCH_WARMUP) $(WORKERS_ARGS)
+	$(PY) scripts/bench_memory.py $(MEMORY_ARGS)
 
 # The reliability suite (tests/reliability) at longer sizes, bounded in time, loopback only; prints
 # the figures of the run (docs/reliability.md). ARGS go to scripts/soak.py, e.g. ARGS="--minutes 20".
