@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -17,8 +18,10 @@ from gostop_client.arena import (
     wilson,
 )
 from gostop_client.bots import BOT_NAMES, Bot, GreedyBot, MctsBot, RandomBot, make_bot
+from gostop_client.bots.belief import Belief
 
-from engine import Action, Rules, State, View, apply, legal_actions, new_round, view
+from engine import Action, Rules, State, View, apply, card_places, legal_actions, new_round, view
+from engine.determinize import determinize
 
 
 def _play_checked(rules: Rules, seed: int, bots: Sequence[Bot]) -> tuple[State, list[Action]]:
@@ -178,3 +181,93 @@ def test_make_bot_rejects_unknown_names_and_options() -> None:
         make_bot("greedy", iterations=3)
     bot = make_bot("mcts", 3, millis=5.0)
     assert isinstance(bot, MctsBot) and bot.millis == 5.0
+
+
+# ------------------------------------------------------------------ inference (bots/belief.py)
+
+
+def _positions(rules: Rules, seeds: range, min_plays: int) -> list[State]:
+    """Positions of greedy-vs-greedy rounds where the seat to move has seen ``min_plays`` plays."""
+    out = []
+    for seed in seeds:
+        state, _ = new_round(rules, seed)
+        bot = GreedyBot()
+        while not state.over:
+            if len(state.plays) >= min_plays:
+                out.append(state)
+            state, _ = apply(state, bot.choose(view(state, state.to_move), legal_actions(state)))
+    return out
+
+
+@pytest.mark.parametrize(("preset", "players"), CONFIGS, ids=[config_id(c) for c in CONFIGS])
+def test_belief_samples_are_consistent_with_the_view(preset: str, players: int) -> None:
+    """Every inferred hand completes the view into a state that looks the same to the seat."""
+    rules = Rules.preset(preset, players=players)
+    rng = random.Random(5)
+    for state in _positions(rules, range(3), 2)[::4]:
+        seat = state.to_move
+        seen = view(state, seat)
+        belief = Belief(seen, rng, samples=4, burn=10, thin=2)
+        for k in range(len(belief.samples)):
+            hidden = belief.sample(k)
+            assert hidden is not None and seat not in hidden
+            sample = determinize(seen, rng, hidden)
+            card_places(sample)
+            assert view(sample, seat) == seen
+            assert legal_actions(sample) == legal_actions(state)
+
+
+def test_belief_leans_towards_the_true_hand_of_a_greedy_opponent() -> None:
+    """Against the player it models, the inferred hands hold more of the true cards than chance."""
+    rules = Rules.preset("standard")
+    gains = []
+    for i, state in enumerate(_positions(rules, range(8), 6)[::3]):
+        seat = state.to_move
+        other = 1 - seat
+        truth = set(state.seats[other].hand) - set(state.seats[other].revealed)
+        belief = Belief(view(state, seat), random.Random(i), samples=16)
+        if not truth or not belief.samples:
+            continue
+        hits = sum(len(set(s[other]) & truth) for s in belief.samples) / len(belief.samples)
+        gains.append((hits - len(truth) ** 2 / len(belief.pool)) / len(truth))
+    assert len(gains) >= 10
+    assert sum(gains) / len(gains) > 0.03
+
+
+def test_belief_is_uninformed_without_plays_or_with_beta_zero() -> None:
+    rules = Rules.preset("standard")
+    state, _ = new_round(rules, 4)
+    assert not Belief(view(state, state.to_move), random.Random(1)).informed
+    later = _positions(rules, range(1), 6)[0]
+    assert not Belief(view(later, later.to_move), random.Random(1), beta=0.0).informed
+    assert MctsBot(infer=True).belief(view(state, state.to_move), random.Random(1)) is None
+
+
+@pytest.mark.parametrize(("preset", "players"), CONFIGS, ids=[config_id(c) for c in CONFIGS])
+def test_mcts_with_inference_plays_legally(preset: str, players: int) -> None:
+    rules = Rules.preset(preset, players=players)
+    bots: list[Bot] = [MctsBot(iterations=12, seed=s, infer=True, belief_samples=4) for s in range(players)]
+    _play_checked(rules, 2024, bots)
+
+
+def test_mcts_with_inference_is_deterministic_and_never_peeks() -> None:
+    rules = Rules.preset("standard")
+
+    def game() -> list[Action]:
+        return _play_checked(rules, 3, [MctsBot(iterations=30, seed=4, infer=True), GreedyBot()])[1]
+
+    assert game() == game()
+    state = _positions(rules, range(1), 6)[0]
+    seat = state.to_move
+    other = 1 - seat
+    hand, stock = state.seats[other].hand, state.stock
+    k = min(len(hand), len(stock))
+    seats = list(state.seats)
+    seats[other] = replace(seats[other], hand=tuple(sorted(stock[:k] + hand[k:])))
+    twin = replace(state, seats=tuple(seats), stock=hand[:k] + stock[k:])
+    assert view(twin, seat) == view(state, seat)
+    answers = []
+    for s in (state, twin):
+        bot = MctsBot(iterations=60, seed=8, infer=True)
+        answers.append((bot.choose(view(s, seat), legal_actions(s)), bot.last_root))
+    assert answers[0] == answers[1]

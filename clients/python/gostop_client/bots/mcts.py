@@ -7,7 +7,11 @@ The parts:
 
 * **Determinize**: every iteration samples the hidden cards (other hands, stock order)
   uniformly among those consistent with the bot's view (``engine.determinize.determinize``):
-  the bot never sees anything its seat may not see.
+  the bot never sees anything its seat may not see. With ``infer=True`` the opponents'
+  hidden hands are drawn instead from ``belief.Belief``, a posterior that models each
+  opponent as ``greedy`` with noise and weighs hands by the public plays it made
+  (``View.plays``); the stock is still drawn uniformly around them. Off by default: against
+  ``greedy`` it measured no better (53.0% vs 52.7% of 300 paired rounds at 600 iterations).
 * **Roll out** to the end of the round with a fast default policy on an in-place
   ``engine.game.Playout`` (no views, no events, no frozen states): a one-ply capture
   heuristic with dynamic set/denial worth (see ``rollout_action``) that always stops at
@@ -65,6 +69,7 @@ from engine.determinize import determinize
 from engine.game import Playout
 from engine.state import Phase, State
 
+from .belief import Belief
 from .greedy import STATIC_VALUE, Situation
 
 DEFAULT_ITERATIONS: Final = 400
@@ -258,6 +263,8 @@ class MctsBot:
 
     ``iterations`` / ``millis``: budget per decision (default ``DEFAULT_ITERATIONS`` when
     neither is given); an iteration is one rollout. ``mode``: ``flat`` or ``uct``.
+    ``infer``: sample the opponents' hands from ``belief.Belief`` (``beta``, ``noise``:
+    its model of the opponent; ``belief_samples``: hands kept per decision).
     ``halving``: sequential halving of the root actions (flat). ``prior_weight``: weight of
     greedy's opinion (flat). ``exploration``: UCB1 constant (uct). ``epsilon``: random-move
     share of the rollout policy. ``points_weight`` / ``points_scale``: reward = ±1 for a
@@ -278,6 +285,10 @@ class MctsBot:
         mode: str = "flat",
         halving: bool = True,
         prior_weight: float = 0.5,
+        infer: bool = False,
+        beta: float = 3.0,
+        noise: float = 0.05,
+        belief_samples: int = 32,
     ) -> None:
         if iterations is None and millis is None:
             iterations = DEFAULT_ITERATIONS
@@ -298,6 +309,10 @@ class MctsBot:
         self.mode = mode
         self.halving = halving
         self.prior_weight = prior_weight
+        self.infer = infer
+        self.beta = beta
+        self.noise = noise
+        self.belief_samples = belief_samples
         self.last_iterations = 0
         """Iterations run by the latest search (0 when the decision was forced)."""
         self.last_root: dict[int, tuple[int, float]] = {}
@@ -367,12 +382,15 @@ class MctsBot:
         deadline = math.inf if self.millis is None else start + self.millis / 1000.0
         limit = self.iterations if self.iterations is not None else 1 << 60
         rounds = max(1, math.ceil(math.log2(k))) if self.halving else 1
+        belief = self.belief(view, rng)
         done = 0
         phase_start = 0
         phase = 0
         eps = self.epsilon
+        n = 0
         while done < limit:
-            sample = determinize(view, rng)
+            sample = determinize(view, rng, belief.sample(n) if belief else None)
+            n += 1
             seed = rng.getrandbits(63)
             for i in alive:
                 p = Playout(sample)
@@ -401,14 +419,22 @@ class MctsBot:
         self.last_iterations = done
         return [(sums[i] / counts[i] if counts[i] else -math.inf, counts[i]) for i in range(k)]
 
+    def belief(self, view: View, rng: random.Random) -> Belief | None:
+        """The posterior over the opponents' hands from their past plays (None: sample uniformly)."""
+        if not self.infer or not view.plays:
+            return None
+        b = Belief(view, rng, beta=self.beta, noise=self.noise, samples=self.belief_samples)
+        return b if b.informed else None
+
     def search(self, view: View, rng: random.Random) -> _Node:
         """Run the budgeted search from ``view``; return the root node."""
         root = _Node(-1)
         deadline = math.inf if self.millis is None else time.perf_counter() + self.millis / 1000.0
         limit = self.iterations if self.iterations is not None else 1 << 60
+        belief = self.belief(view, rng)
         done = 0
         while done < limit:
-            self._iterate(root, determinize(view, rng), rng)
+            self._iterate(root, determinize(view, rng, belief.sample(done) if belief else None), rng)
             done += 1
             if time.perf_counter() >= deadline:
                 break
