@@ -41,7 +41,12 @@ _FIELDS: dict[type, tuple[tuple[str, ...], Any]] = {}
 
 def _fields_of(kind: type) -> tuple[tuple[str, ...], Any]:
     names = tuple(f.name for f in dataclasses.fields(kind))
-    getter = attrgetter(*names) if len(names) > 1 else (lambda obj: (getattr(obj, names[0]),))
+    if len(names) > 1:
+        getter: Any = attrgetter(*names)
+    elif names:
+        getter = lambda obj: (getattr(obj, names[0]),)  # noqa: E731 - attrgetter of one name returns no tuple
+    else:
+        getter = lambda obj: ()  # noqa: E731 - a dataclass without fields (Go, Stop...)
     _FIELDS[kind] = (names, getter)
     return names, getter
 

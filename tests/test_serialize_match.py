@@ -540,3 +540,13 @@ def test_cli_demo_players(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "4 players" in out
     assert "settlement: " in out
+
+
+def test_to_data_of_dataclasses_without_fields_or_with_one_regression() -> None:
+    """Regression: reading every field with one attrgetter broke on classes with no field
+    (Go, Stop: attrgetter() needs a name) and needs a tuple for one field."""
+    from engine import Go, PlayCard, Stop
+    from engine.serialize import to_data
+
+    assert to_data(Go()) == {"@": "Go"}
+    assert to_data((Stop(), PlayCard(7, shake=True))) == [{"@": "Stop"}, {"@": "PlayCard", "card": 7, "shake": True}]
