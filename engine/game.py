@@ -61,7 +61,7 @@ from .events import (
 )
 from .rng import Rng
 from .rules import Rules
-from .scoring import Score, go_score, mask_total, score
+from .scoring import Score, go_score, mask_score, mask_total
 from .settlement import Bill, Factor, Payment, Settlement
 from .state import NO_STACK, START_STACK, Phase, PlayRecord, SeatState, State, TurnContext
 
@@ -80,6 +80,34 @@ class Deal:
     floor: tuple[int, ...]
     stock: tuple[int, ...]
     dealer: int
+
+
+# ---------------------------------------------------------------------- card masks
+
+_MONTH_BITS = mask_of(range(MONTH_CARDS))
+_PAIR_LOW = sum(0b0101 << (4 * i) for i in range(12))
+"""Bits 0 and 2 of each month's four bits."""
+_NIBBLE_LOW = sum(1 << (4 * i) for i in range(12))
+"""Bit 0 of each month's four bits."""
+
+
+def _holds_three_of_a_month(cards: Sequence[int]) -> bool:
+    """Some month has three or four cards among ``cards`` (흔들기 and 폭탄 are possible).
+
+    On the card mask, where each month is four adjacent bits: a month has three of its
+    cards iff one of its bit pairs is full and the other is not empty.
+    """
+    mask = mask_of(cards) & _MONTH_BITS
+    full = mask & (mask >> 1) & _PAIR_LOW
+    some = (mask | (mask >> 1)) & _PAIR_LOW
+    return bool(((full & (some >> 2)) | ((full >> 2) & some)) & _NIBBLE_LOW)
+
+
+def _four_of_a_month(cards: Sequence[int]) -> int:
+    """The first month all four cards of which are among ``cards`` (0: none)."""
+    mask = mask_of(cards) & _MONTH_BITS
+    full = mask & (mask >> 1) & (mask >> 2) & (mask >> 3) & _NIBBLE_LOW
+    return (full & -full).bit_length() // 4 + 1 if full else 0
 
 
 # --------------------------------------------------------------------------- setup
@@ -197,8 +225,11 @@ def _resolve_bonuses(w: _W, hands_too: bool, seats: Sequence[int] | None = None)
         again = False
         if hands_too:
             for seat in order:
-                hand = list(w.seats[seat].hand)
-                for b in [c for c in hand if is_bonus(c)]:
+                held = w.seats[seat].hand
+                if not held or max(held) < MONTH_CARDS:
+                    continue
+                hand = list(held)
+                for b in [c for c in hand if c >= MONTH_CARDS]:
                     hand.remove(b)
                     rep = w.stock.pop(0) if w.stock else -1
                     if rep >= 0:
@@ -207,7 +238,8 @@ def _resolve_bonuses(w: _W, hands_too: bool, seats: Sequence[int] | None = None)
                     w.upd(seat, hand=tuple(sorted(hand)))
                     w.take(seat, (b,))
                     w.emit(BonusCaptured, seat, b, "hand", rep)
-        for b in [c for c in w.floor if is_bonus(c)]:
+        on_floor = [c for c in w.floor if c >= MONTH_CARDS] if w.floor and max(w.floor) >= MONTH_CARDS else []
+        for b in on_floor:
             w.floor.remove(b)
             rep = w.stock.pop(0) if w.stock else -1
             if rep >= 0:
@@ -225,24 +257,15 @@ def _month_counts(cards: Sequence[int]) -> list[int]:
 
 
 def _redeal_reason(w: _W) -> tuple[str, int] | None:
-    on_floor = _month_counts(w.floor)
-    for m in range(1, 13):
-        if on_floor[m] == 4:
-            return ("floor_four", m)
+    m = _four_of_a_month(w.floor)
+    if m:
+        return ("floor_four", m)
     if not w.rules.chongtong:
         for s in w.seats:
             m = _four_of_a_month(s.hand)
             if m:
                 return ("hand_four", m)
     return None
-
-
-def _four_of_a_month(hand: Sequence[int]) -> int:
-    counts = _month_counts(hand)
-    for m in range(1, 13):
-        if counts[m] == 4:
-            return m
-    return 0
 
 
 def _chongtong(w: _W) -> bool:
@@ -288,25 +311,6 @@ _PLAY = tuple(PlayCard(c) for c in range(ALL_CARDS))
 _SHAKE = tuple(PlayCard(c, shake=True) for c in range(ALL_CARDS))
 _BOMB = tuple(Bomb(m) if m else None for m in range(13))
 _FLIP_ONLY = FlipOnly()
-
-
-_MONTH_BITS = mask_of(range(MONTH_CARDS))
-_PAIR_LOW = sum(0b0101 << (4 * i) for i in range(12))
-"""Bits 0 and 2 of each month's four bits."""
-_NIBBLE_LOW = sum(1 << (4 * i) for i in range(12))
-"""Bit 0 of each month's four bits."""
-
-
-def _holds_three_of_a_month(cards: Sequence[int]) -> bool:
-    """Some month has three or four cards among ``cards`` (흔들기 and 폭탄 are possible).
-
-    On the card mask, where each month is four adjacent bits: a month has three of its
-    cards iff one of its bit pairs is full and the other is not empty.
-    """
-    mask = mask_of(cards) & _MONTH_BITS
-    full = mask & (mask >> 1) & _PAIR_LOW
-    some = (mask | (mask >> 1)) & _PAIR_LOW
-    return bool(((full & (some >> 2)) | ((full >> 2) & some)) & _NIBBLE_LOW)
 
 
 def _play_actions(state: State) -> list[Action]:
@@ -999,6 +1003,8 @@ def _finish(w: _W, settlement: Settlement) -> None:
 # ------------------------------------------------------------------ working copy
 
 
+_TURN_ORDER = tuple(tuple(tuple((d + i) % n for i in range(n)) for d in range(n)) for n in range(5))
+"""``_TURN_ORDER[n][dealer]``: the n seats in turn order from the dealer."""
 _SEAT_FIELDS = tuple(f.name for f in fields(SeatState))
 _TURN_FIELDS = tuple(f.name for f in fields(TurnContext))
 
@@ -1151,7 +1157,7 @@ class _W:
         return State(
             rules=self.rules, seed=self.seed, dealer=self.dealer, phase=self.phase,
             to_move=self.to_move,
-            seats=tuple(s.freeze() if isinstance(s, _Seat) else s for s in self.seats),
+            seats=tuple([s.freeze() if isinstance(s, _Seat) else s for s in self.seats]),
             floor=tuple(self.floor), stacks=tuple(self.stacks), stock=tuple(self.stock),
             gukjin=self.gukjin, turn=self.turn, go_seq=self.go_seq, payments=tuple(self.payments),
             carry=self.carry, settlement=self.settlement, steps=steps, plays=tuple(self.plays),
@@ -1212,8 +1218,9 @@ class _W:
 
     def order(self) -> tuple[int, ...]:
         if self._order is None:
-            n = len(self.seats)
-            self._order = tuple(s for s in ((self.dealer + i) % n for i in range(n)) if self.seats[s].active)
+            seats = self.seats
+            turns = _TURN_ORDER[len(seats)][self.dealer]
+            self._order = tuple([s for s in turns if seats[s].active])
         return self._order
 
     def has_turn_left(self, seat: int) -> bool:
@@ -1232,7 +1239,7 @@ def pile_score(captured: tuple[int, ...], converted: bool, sseul: int) -> Score:
     if hit is None:
         if len(_SCORE_MEMO) >= _SCORE_MEMO_LIMIT:
             _SCORE_MEMO.clear()
-        hit = _SCORE_MEMO[key] = score(captured, converted, sseul)
+        hit = _SCORE_MEMO[key] = mask_score(mask_of(captured), converted, sseul)
     return hit
 
 

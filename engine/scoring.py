@@ -170,6 +170,16 @@ def score(cards: Iterable[int], gukjin_converted: bool = False, sseul_points: in
     )
 
 
+def _gwang_points(gwang: int, bigwang: bool) -> int:
+    if gwang == 5:
+        return 15
+    if gwang == 4:
+        return 4
+    if gwang == 3:
+        return 2 if bigwang else 3
+    return 0
+
+
 def mask_total(mask: int, gukjin_converted: bool = False, sseul_points: int = 0) -> int:
     """``score(cards, gukjin_converted, sseul_points).total`` of the pile with card mask ``mask``.
 
@@ -189,7 +199,7 @@ def mask_total(mask: int, gukjin_converted: bool = False, sseul_points: int = 0)
     total = sseul_points
     gwang = (mask & _GWANG_MASK).bit_count()
     if gwang >= 3:
-        total += 15 if gwang == 5 else 4 if gwang == 4 else 2 if mask & _BIGWANG_BIT else 3
+        total += _gwang_points(gwang, bool(mask & _BIGWANG_BIT))
     if yeol >= 5:
         total += yeol - 4
     tti = (mask & _TTI_MASK).bit_count()
@@ -201,6 +211,37 @@ def mask_total(mask: int, gukjin_converted: bool = False, sseul_points: int = 0)
         if mask & cards == cards:
             total += points
     return total
+
+
+def mask_score(mask: int, gukjin_converted: bool = False, sseul_points: int = 0) -> Score:
+    """``score(cards, gukjin_converted, sseul_points)`` of the pile with card mask ``mask``.
+
+    >>> from .cards import mask_of
+    >>> mask_score(mask_of([1, 5, 9, 21, 33, 37])) == score([1, 5, 9, 21, 33, 37])
+    True
+    """
+    yeol = (mask & _YEOL_MASK).bit_count()
+    one, two, three = _PI_MASKS
+    pi = (mask & one).bit_count() + 2 * (mask & two).bit_count() + 3 * (mask & three).bit_count()
+    if gukjin_converted and mask & _GUKJIN_BIT:
+        yeol -= 1
+        pi += 2
+    gwang = (mask & _GWANG_MASK).bit_count()
+    bigwang = bool(mask & _BIGWANG_BIT)
+    tti = (mask & _TTI_MASK).bit_count()
+    (godori, godori_pts), (hong, hong_pts), (cheong, cheong_pts), (cho, cho_pts) = _SETS
+    return Score(
+        gwang, bigwang, yeol, tti, pi, sseul_points,
+        _gwang_points(gwang, bigwang),
+        yeol - 4 if yeol >= 5 else 0,
+        godori_pts if mask & godori == godori else 0,
+        tti - 4 if tti >= 5 else 0,
+        hong_pts if mask & hong == hong else 0,
+        cheong_pts if mask & cheong == cheong else 0,
+        cho_pts if mask & cho == cho else 0,
+        pi - 9 if pi >= 10 else 0,
+        sseul_points,
+    )
 
 
 def go_score(base: int, gos: int, scoring: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from engine.cards import ALL_CARDS, mask_of
-from engine.scoring import mask_total, score
+from engine.scoring import mask_score, mask_total, score
 
 
 def test_mask_total_is_the_score_total() -> None:
@@ -15,3 +15,12 @@ def test_mask_total_is_the_score_total() -> None:
         converted = rng.random() < 0.3
         sseul = rng.randrange(3)
         assert mask_total(mask_of(pile), converted, sseul) == score(pile, converted, sseul).total, pile
+
+
+def test_mask_score_is_the_score() -> None:
+    rng = random.Random(2025)
+    for _ in range(20_000):
+        pile = rng.sample(range(ALL_CARDS), rng.randrange(ALL_CARDS + 1))
+        converted = rng.random() < 0.3
+        sseul = rng.randrange(3)
+        assert mask_score(mask_of(pile), converted, sseul) == score(pile, converted, sseul), pile
