@@ -34,6 +34,7 @@ from service_fixtures import (
 )
 from service_fixtures import stub as make_stub
 
+from engine import match_from_bytes
 from service.auth import Authenticator
 from service.pb.gostop.v1 import game_pb2 as pb
 from service.pb.gostop.v1 import game_pb2_grpc as pb_grpc
@@ -381,11 +382,17 @@ async def test_corrupted_game_data_in_redis_is_a_clear_error(service_redis: Redi
             ("log wrong type", [("DEL", "{log}"), ("SET", "{log}", "x")]),
             ("bad stored response", [("HSET", "{req}", "r1", b"no separator")]),
         ]
+        decodable = 0
         for i in range(scaled(40, 0.5)):
             flipped = bytearray(blob)
             for _ in range(rng.randint(1, 3)):
                 flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)
             corruptions.append((f"flip {i}", [("HSET", "{snap}", "blob", bytes(flipped))]))
+            try:
+                match_from_bytes(bytes(flipped))
+                decodable += 1  # no checksum: a flip that still decodes is served as another state
+            except Exception:
+                pass
         for label, commands in corruptions:
             game = await api.create("standard", seed=rng.getrandbits(32))
             keys = {"{snap}": f"gostop:{{{game.id}}}:snap", "{log}": f"gostop:{{{game.id}}}:log",
@@ -422,7 +429,8 @@ async def test_corrupted_game_data_in_redis_is_a_clear_error(service_redis: Redi
             assert (await api.get(healthy)).version == healthy.version
         seat, v = await api.to_move(healthy)
         await api.submit(healthy, seat, v.legal_actions[0].id)
-    record(corrupted_games=len(corruptions))
+    record(corrupted_games=len(corruptions), corrupted_snapshots_still_decoding=decodable,
+           corrupted_internal_answers=sum(n for k, n in outcomes.items() if k.startswith("INTERNAL")))
     print("corrupted-data outcomes:", dict(outcomes))
 
 

@@ -41,7 +41,7 @@ from service_fixtures import (
     start_process,
 )
 
-from engine import CODE, HIDDEN, State, match_apply, new_match, next_round
+from engine import CODE, HIDDEN, ChooseCapture, PlayCard, State, action_from_id, match_apply, new_match, next_round
 from service import convert
 from service.auth import Caller
 from service.games import Games
@@ -56,9 +56,12 @@ CARD_FIELDS = {
     ("TurnContext", "taken"), ("Hand", "cards"), ("Dealt", "floor"), ("BonusCaptured", "card"),
     ("BonusCaptured", "replacement"), ("GwangSold", "cards"), ("CardPlayed", "card"), ("Shaken", "cards"),
     ("Bombed", "cards"), ("CardFlipped", "card"), ("CardLaid", "card"), ("Captured", "cards"),
-    ("PpeokFormed", "cards"), ("PiStolen", "cards"),
+    ("PpeokFormed", "cards"), ("PiStolen", "cards"), ("PlayRecord", "floor"),
 }  # fmt: skip
 """Every integer field that holds a card id, in the messages a seat receives."""
+
+ACTION_ID_FIELDS = {("LegalAction", "id"), ("PlayRecord", "action")}
+"""Fields holding an action id, which names a card for plays and captures (``action_from_id``)."""
 
 NOT_CARD_FIELDS = {
     "SeatToken": {"seat"}, "CreateGameResponse": {"version"}, "GetGameResponse": {"version"},
@@ -69,7 +72,7 @@ NOT_CARD_FIELDS = {
                  "turns", "ppeok_turns", "dry_turns", "last_go_order", "sseul"},
     "Score": {"gwang_count", "yeol_count", "tti_count", "pi_value", "sseul_count", "gwang", "yeol", "godori", "tti",
               "hongdan", "cheongdan", "chodan", "pi", "sseul", "total"},
-    "Pending": {"seat"}, "LegalAction": {"id"}, "Bomb": {"month"}, "Payment": {"payer", "payee", "points"},
+    "Pending": {"seat"}, "PlayRecord": {"seat", "piles"}, "Bomb": {"month"}, "Payment": {"payer", "payee", "points"},
     "Settlement": {"winner", "base", "gos", "go_score", "points", "money", "point_value"}, "Factor": {"value"},
     "Bill": {"seat", "points", "pays", "covers"},
     "MatchSummary": {"round_no", "rounds", "points", "money", "wins", "losses", "draws"},
@@ -112,7 +115,7 @@ def test_every_integer_field_is_classified() -> None:
     """A new field in the protos must be declared a card field or not before this suite trusts it."""
     seen: set[str] = set()
     found = {pair for name in RECEIVED for pair in _integer_fields(pb.DESCRIPTOR.message_types_by_name[name], seen)}
-    classified = CARD_FIELDS | {(m, f) for m, names in NOT_CARD_FIELDS.items() for f in names}
+    classified = CARD_FIELDS | ACTION_ID_FIELDS | {(m, f) for m, names in NOT_CARD_FIELDS.items() for f in names}
     assert found == classified, f"unclassified: {found - classified}; gone: {classified - found}"
 
 
@@ -136,6 +139,11 @@ def cards_in(msg: Message, seat: int) -> set[int]:
                 out.update(CODE.index(c) for c in CODES.findall(text))
         elif (name, f.name) in CARD_FIELDS:
             out.update(value if f.is_repeated else [value])
+        elif (name, f.name) in ACTION_ID_FIELDS:
+            for ident in value if f.is_repeated else [value]:
+                action = action_from_id(ident)
+                if isinstance(action, PlayCard | ChooseCapture):
+                    out.add(action.card)
     return out - {HIDDEN}
 
 
