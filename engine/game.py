@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
+from operator import attrgetter
 from typing import Any
 
 from .actions import (
@@ -1070,12 +1071,22 @@ class _Turn:
     @staticmethod
     def thaw(t: TurnContext) -> _Turn:
         ctx = _Turn.__new__(_Turn)
-        for name in _TURN_FIELDS:
-            setattr(ctx, name, getattr(t, name))
+        (
+            ctx.seat, ctx.kind, ctx.card, ctx.month, ctx.last, ctx.before, ctx.matched, ctx.held,
+            ctx.flipped, ctx.taken, ctx.steals, ctx.ppeok, ctx.ttadak,
+        ) = _turn_values(t)
         return ctx
 
     def freeze(self) -> TurnContext:
-        return TurnContext(*(getattr(self, name) for name in _TURN_FIELDS))
+        return TurnContext(*_turn_values(self))
+
+
+_turn_values = attrgetter(*_TURN_FIELDS)
+"""The fields of a ``TurnContext`` (or a ``_Turn``) as a tuple, in declaration order."""
+assert _TURN_FIELDS == (
+    "seat", "kind", "card", "month", "last", "before", "matched", "held", "flipped", "taken", "steals",
+    "ppeok", "ttadak",
+), "_Turn.thaw names TurnContext's fields in order"
 
 
 class _W:
