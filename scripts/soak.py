@@ -35,11 +35,13 @@ FIGURES = (
     ("faults_injected", "faults injected (Redis killed, server SIGKILL, SIGTERM)"),
     ("failed_calls_under_faults", "calls failed with UNAVAILABLE under faults"),
     ("in_flight_calls_at_sigterm", "calls in flight at SIGTERM (all finished)"),
-    ("lost_replies_recovered", "replies lost to a fault, recovered by retry"),
+    ("lost_replies_recovered", "commits no client saw acknowledged (recovered at verification)"),
     ("bad_inputs_generated", "hypothesis-generated requests"),
     ("bad_inputs_fuzzed", "byte-fuzzed raw requests"),
     ("bad_inputs_oversized", "oversized messages"),
     ("corrupted_games", "games with corrupted data in Redis"),
+    ("corrupted_snapshots_still_decoding", "  bit-flipped snapshots that still decoded"),
+    ("corrupted_internal_answers", "  INTERNAL answers about them"),
     ("games_verified", "games verified by replay (log -> engine -> stored snapshot)"),
     ("versions_verified", "  versions in them"),
     ("acknowledged", "  acknowledged requests matched to the log and retried"),
@@ -48,6 +50,8 @@ FIGURES = (
     ("error_messages_checked", "  error messages checked"),
     ("log_lines_checked", "log lines checked"),
     ("games_expired", "games expired by TTL"),
+    ("streams_on_one_connection", "WatchGame streams on one connection"),
+    ("store_unavailable_without_fault", "STORE_UNAVAILABLE without a fault (overload), retried"),
     ("leaks_found", "leaks found"),
 )
 

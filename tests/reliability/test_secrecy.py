@@ -394,10 +394,10 @@ async def test_no_leak_over_thousands_of_games_domain_layer() -> None:
     async with running_server(config()) as api:
         assert api.server is not None
         games = api.server.games
-        ends = asyncio.get_running_loop().time() + budget(0.1)
+        ends = asyncio.get_running_loop().time() + budget(0.12)
         count = messages = 0
         while True:
-            for _ in range(sized(60, 500)):
+            for _ in range(sized(60, 1000)):
                 received, log = await _direct_game(games, rng)
                 messages += check(received, log)
                 count += 1
