@@ -322,6 +322,8 @@ SCHEMA_RULES = {
     "tmp size": (["--set", "tmpSizeLimit=lots"], "/tmpSizeLimit"),
     "probe period": (["--set", "probes.readiness.periodSeconds=0"], "/probes/readiness/periodSeconds"),
     "required value removed": (["--set", "config=null"], "missing property 'config'"),
+    "zero workers": (["--set", "config.workers=0"], "/config/workers"),
+    "unknown event loop": (["--set", "config.eventLoop=trio"], "/config/eventLoop"),
 }
 
 
@@ -337,6 +339,7 @@ def test_schema_rejects(rule: str) -> None:
 TEMPLATE_RULES = {
     "memory store with replicas": (["--set", "replicaCount=2"], "memory store"),
     "memory store with autoscaling": (["--set", "autoscaling.enabled=true"], "memory store"),
+    "memory store with workers": (["--set", "config.workers=2"], "config.workers"),
     "grace period within the drain": (["--set", "terminationGracePeriodSeconds=15"], "terminationGracePeriodSeconds"),
     "tls without a secret": (["--set", "tls.enabled=true"], "tls.secretName"),
     "grpc route without a gateway": (["--set", "grpcRoute.enabled=true"], "parentRefs"),

@@ -89,6 +89,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- if and (eq $store "memory") (or .Values.autoscaling.enabled (gt (int .Values.replicaCount) 1)) }}
 {{- fail "the memory store keeps games inside one process: set redis.url (or redis.inChart.enabled) to run more than one replica or to autoscale" }}
 {{- end }}
+{{- if and (eq $store "memory") (gt (int .Values.config.workers) 1) }}
+{{- fail "config.workers above 1 needs a shared store: set redis.url (or redis.inChart.enabled)" }}
+{{- end }}
 {{- $drain := float64 .Values.config.drainSeconds }}
 {{- $needed := addf $drain (float64 .Values.preStopSleepSeconds) }}
 {{- if le (float64 .Values.terminationGracePeriodSeconds) $needed }}
