@@ -29,18 +29,13 @@ Arg = bytes | str | int
 
 
 def pack(args: tuple[Arg, ...]) -> bytes:
-    """One command in RESP2 (an array of bulk strings).
+    """One command in RESP2 (an array of bulk strings), packed by hiredis.
 
     >>> pack(("HGET", "key", 7))
     b'*3\\r\\n$4\\r\\nHGET\\r\\n$3\\r\\nkey\\r\\n$1\\r\\n7\\r\\n'
     """
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        out.append(b"$%d\r\n" % len(data))
-        out.append(data)
-        out.append(b"\r\n")
-    return b"".join(out)
+    packed: bytes = hiredis.pack_command(cast(Any, args))  # its stub types a 1-tuple only
+    return packed
 
 
 class _Connection(asyncio.Protocol):
