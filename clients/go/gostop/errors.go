@@ -25,6 +25,7 @@ const (
 	ReasonBadRounds        Reason = "BAD_ROUNDS"
 	ReasonMissingAction    Reason = "MISSING_ACTION"
 	ReasonMalformedAction  Reason = "MALFORMED_ACTION"
+	ReasonMalformedRequest Reason = "MALFORMED_REQUEST"
 	ReasonRequestIDTooLong Reason = "REQUEST_ID_TOO_LONG"
 	ReasonRequestIDReused  Reason = "REQUEST_ID_REUSED"
 	ReasonBadVersion       Reason = "BAD_VERSION"
