@@ -101,6 +101,48 @@ lint: $(PB) $(BUF)
 typecheck: $(PB)
 	$(PY) -m mypy
 
+# Opt-in: the engine compiled with mypyc (docs/engine-performance.md, "native"). make native copies
+# engine/ into build/native and compiles its hot modules there; engine/ itself is never written to,
+# and nothing (make test, the service, the bots) uses the compiled copy unless build/native comes
+# first on the path: PYTHONPATH=build/native .venv/bin/python -P ... (-P: the current directory,
+# whose engine/ is the pure-Python one, is not put first). Interpreted there: errors.py (a compiled
+# exception class loses an attribute), actions.py and rules.py (compiled constructors raise
+# TypeError on a wrongly typed field before the engine's own MalformedAction/InvalidRules checks),
+# and the modules off the hot path. make test-native runs the engine tests against it (less the
+# one test that deep-copies states: compiled frozen dataclasses cannot be copied or pickled),
+# make bench-native the engine benchmark (ARGS go to scripts/bench.py).
+NATIVE := build/native
+NATIVE_MODULES := cards events game rng scoring settlement state
+NATIVE_PY := PYTHONPATH=$(NATIVE) $(PY) -P
+# (A change of the module list rebuilds, as does a change of any engine module.)
+NATIVE_STAMP := $(NATIVE)/.built-$(shell echo '$(NATIVE_MODULES)' | cksum | cut -d' ' -f1)
+NATIVE_TESTS := tests/test_golden.py tests/test_playout.py tests/test_conformance_python.py \
+	tests/test_special_events.py tests/test_seed_examples.py tests/test_random_rounds.py \
+	tests/test_properties.py tests/test_serialize_match.py tests/test_views.py tests/test_determinize.py \
+	tests/test_fast_paths.py tests/test_rng.py tests/test_rules.py tests/test_cards_actions.py \
+	--deselect tests/test_properties.py::test_random_round_invariants
+NATIVE_CHECK := import engine.game, sys; f = engine.game.__file__; \
+	f.endswith(".so") or sys.exit("engine NOT compiled: " + f); print("engine: compiled,", f)
+
+.PHONY: native test-native bench-native
+
+native: $(NATIVE_STAMP)
+
+$(NATIVE_STAMP): $(STAMP) $(wildcard engine/*.py)
+	rm -rf $(NATIVE)
+	mkdir -p $(NATIVE)/engine
+	cp engine/*.py $(NATIVE)/engine/
+	cd $(NATIVE) && $(CURDIR)/$(VENV)/bin/mypyc --config-file= --strict \
+		$(NATIVE_MODULES:%=engine/%.py) >mypyc.log 2>&1 || { tail -40 mypyc.log; exit 1; }
+	$(NATIVE_PY) -c '$(NATIVE_CHECK)'
+	touch $@
+
+test-native: native
+	$(NATIVE_PY) -c '$(NATIVE_CHECK); import pytest; sys.exit(pytest.main(sys.argv[1:]))' $(NATIVE_TESTS) $(ARGS)
+
+bench-native: native
+	$(NATIVE_PY) scripts/bench.py --require-native $(ARGS)
+
 # Every benchmark, each printing its table: the engine (scripts/bench.py; ARGS go to it); the
 # service over loopback with the Python load generator at 1, 8, 32 and 64 in flight
 # (scripts/bench_service.py; SERVICE_ARGS); the same with ghz (scripts/bench_ghz.py; GHZ_ARGS);

@@ -287,6 +287,11 @@ def _chongtong(w: _W) -> bool:
 
 def legal_actions(state: State) -> list[Action]:
     """What the seat to move may do, in ascending stable-id order (empty when over)."""
+    return _legal_actions(state)
+
+
+def _legal_actions(state: State | _W) -> list[Action]:
+    """``legal_actions`` of a frozen state or of a working copy (``Playout``)."""
     phase = state.phase
     if phase is Phase.PLAY:
         return _play_actions(state)
@@ -314,7 +319,7 @@ _BOMB = tuple(Bomb(m) if m else None for m in range(13))
 _FLIP_ONLY = FlipOnly()
 
 
-def _play_actions(state: State) -> list[Action]:
+def _play_actions(state: State | _W) -> list[Action]:
     seat = state.seats[state.to_move]
     hand = seat.hand
     out: list[Action] = list(map(_PLAY.__getitem__, hand))
@@ -339,7 +344,7 @@ def _play_actions(state: State) -> list[Action]:
     return out
 
 
-def _choice_cards(state: State) -> list[int]:
+def _choice_cards(state: State | _W) -> list[int]:
     ctx = state.turn
     assert ctx is not None
     month = ctx.month if state.phase is Phase.CHOOSE_HAND else MONTH[ctx.flipped]
@@ -530,7 +535,7 @@ class Playout:
 
     def legal_actions(self) -> list[Action]:
         """``legal_actions`` of the current position."""
-        return legal_actions(self._w)  # type: ignore[arg-type]
+        return _legal_actions(self._w)
 
     def apply(self, action: Action) -> None:
         """Apply an action known to be legal (from ``legal_actions``)."""
@@ -1070,11 +1075,9 @@ class _Turn:
 
     @staticmethod
     def thaw(t: TurnContext) -> _Turn:
-        ctx = _Turn.__new__(_Turn)
-        (
-            ctx.seat, ctx.kind, ctx.card, ctx.month, ctx.last, ctx.before, ctx.matched, ctx.held,
-            ctx.flipped, ctx.taken, ctx.steals, ctx.ppeok, ctx.ttadak,
-        ) = _turn_values(t)
+        ctx = _Turn(t.seat, t.kind, t.card, t.month, t.last, t.before)
+        ctx.matched, ctx.held, ctx.flipped, ctx.taken = t.matched, t.held, t.flipped, t.taken
+        ctx.steals, ctx.ppeok, ctx.ttadak = t.steals, t.ppeok, t.ttadak
         return ctx
 
     def freeze(self) -> TurnContext:
@@ -1086,7 +1089,7 @@ _turn_values = attrgetter(*_TURN_FIELDS)
 assert _TURN_FIELDS == (
     "seat", "kind", "card", "month", "last", "before", "matched", "held", "flipped", "taken", "steals",
     "ppeok", "ttadak",
-), "_Turn.thaw names TurnContext's fields in order"
+), "_Turn.freeze passes TurnContext's fields in order"
 
 
 class _W:

@@ -20,7 +20,12 @@ writes the figures, each run included, as JSON.
 
 Usage: ``python scripts/bench.py [--seconds S] [--repeats R] [--clock cpu|wall]
 [--modes apply,playout] [--configs standard:2,classic:4] [--calls-seconds S] [--no-calls]
-[--json PATH]``.
+[--json PATH] [--require-native]``.
+
+The engine measured is whichever ``import engine`` finds: the source tree (pure Python), or the
+mypyc-compiled copy that ``make native`` builds in ``build/native`` when that directory comes
+first on the path (``PYTHONPATH=build/native python -P scripts/bench.py``, or ``make
+bench-native``). The header says which; ``--require-native`` stops if it is not the compiled one.
 """
 
 from __future__ import annotations
@@ -204,10 +209,21 @@ def time_calls(runner: Callable[[], int], seconds: float) -> float:
 # ------------------------------------------------------------------------------ main
 
 
+def compiled_modules() -> list[str]:
+    """The engine modules imported from compiled extensions (``make native``), by name."""
+    return sorted(
+        name for name, module in sys.modules.items()
+        if name.startswith("engine.") and str(getattr(module, "__file__", "")).endswith((".so", ".pyd"))
+    )
+
+
 def conditions(args: argparse.Namespace) -> dict[str, Any]:
     """What the figures were measured on and how."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    compiled = compiled_modules()
     return {
+        "engine": "mypyc-compiled (" + ", ".join(m.removeprefix("engine.") for m in compiled) + ")"
+        if compiled else "pure Python",
         "python": sys.version.split()[0],
         "implementation": platform.python_implementation(),
         "machine": platform.machine(),
@@ -243,6 +259,8 @@ def main() -> None:
     parser.add_argument("--calls-seconds", type=float, default=0.2, help="length of one per-call run (default 0.2)")
     parser.add_argument("--no-calls", action="store_true", help="skip the per-call table")
     parser.add_argument("--json", metavar="PATH", help="also write every figure (and run) as JSON")
+    parser.add_argument("--require-native", action="store_true",
+                        help="stop unless the engine imported is the compiled one (make native)")
     args = parser.parse_args()
     global clock
     clock = CLOCKS[args.clock]
@@ -253,6 +271,10 @@ def main() -> None:
     configs = parse_configs(args.configs)
     report: dict[str, Any] = {"conditions": conditions(args), "rounds": [], "calls": []}
     cond = report["conditions"]
+    if args.require_native and "engine.game" not in compiled_modules():
+        parser.error(f"the engine imported is not compiled ({sys.modules['engine.game'].__file__}): "
+                     "run make native and put build/native first on the path (PYTHONPATH=build/native python -P)")
+    print(f"engine: {cond['engine']}")
     print(
         f"engine benchmark: Python {cond['python']} on {cond['machine']}, {cond['cpus']} cpus, "
         f"load {cond['load_average_1m_at_start']}; {cond['clock']}, median of {args.repeats} runs"
