@@ -271,3 +271,14 @@ def test_mcts_with_inference_is_deterministic_and_never_peeks() -> None:
         bot = MctsBot(iterations=60, seed=8, infer=True)
         answers.append((bot.choose(view(s, seat), legal_actions(s)), bot.last_root))
     assert answers[0] == answers[1]
+
+
+@pytest.mark.parametrize(("preset", "players"), [("standard", 2), ("classic", 3), ("house", 4)])
+def test_mcts_with_greedy_replies_plays_legally_and_deterministically(preset: str, players: int) -> None:
+    rules = Rules.preset(preset, players=players)
+
+    def game() -> list[Action]:
+        bots: list[Bot] = [MctsBot(iterations=16, seed=s, infer=True, reply_depth=1) for s in range(players)]
+        return _play_checked(rules, 99, bots)[1]
+
+    assert game() == game()

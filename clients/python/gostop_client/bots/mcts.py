@@ -17,6 +17,10 @@ The parts:
   heuristic with dynamic set/denial worth (see ``rollout_action``) that always stops at
   go/stop; ``epsilon`` adds random moves (0 by default: deterministic rollouts compare
   actions best with common random numbers).
+* **Opponent replies** (``reply_depth`` > 0, flat mode): in every rollout the opponents' first
+  ``reply_depth`` plays are chosen by the ``greedy`` heuristic on the sampled position (the
+  opponent model of ``belief``) instead of the cheap policy: a sharper prediction of how the
+  floor the bot leaves will be answered, for about 40% more time per rollout.
 * **Reward** per seat: +1 for the winner, −1 for the losers, 0 for everyone in a 나가리,
   plus ``points_weight`` × clip(net points / ``points_scale``, ±1). The win/loss term
   dominates (what wins rounds); the points term breaks ties between equally winning lines
@@ -64,13 +68,14 @@ from engine import (
     View,
     action_id,
 )
+from engine import view as engine_view
 from engine.cards import CHEONGDAN, CHODAN, GODORI, HONGDAN, KIND, MONTH, PI_VALUE, Kind
 from engine.determinize import determinize
 from engine.game import Playout
 from engine.state import Phase, State
 
 from .belief import Belief
-from .greedy import STATIC_VALUE, Situation
+from .greedy import STATIC_VALUE, GreedyBot, Situation
 
 DEFAULT_ITERATIONS: Final = 400
 
@@ -264,7 +269,8 @@ class MctsBot:
     ``iterations`` / ``millis``: budget per decision (default ``DEFAULT_ITERATIONS`` when
     neither is given); an iteration is one rollout. ``mode``: ``flat`` or ``uct``.
     ``infer``: sample the opponents' hands from ``belief.Belief`` (``beta``, ``noise``:
-    its model of the opponent; ``belief_samples``: hands kept per decision).
+    its model of the opponent; ``belief_samples``: hands kept per decision). ``reply_depth``:
+    opponent plays per rollout chosen by ``greedy`` (flat mode).
     ``halving``: sequential halving of the root actions (flat). ``prior_weight``: weight of
     greedy's opinion (flat). ``exploration``: UCB1 constant (uct). ``epsilon``: random-move
     share of the rollout policy. ``points_weight`` / ``points_scale``: reward = ±1 for a
@@ -289,6 +295,7 @@ class MctsBot:
         beta: float = 3.0,
         noise: float = 0.05,
         belief_samples: int = 32,
+        reply_depth: int = 0,
     ) -> None:
         if iterations is None and millis is None:
             iterations = DEFAULT_ITERATIONS
@@ -313,6 +320,8 @@ class MctsBot:
         self.beta = beta
         self.noise = noise
         self.belief_samples = belief_samples
+        self.reply_depth = reply_depth
+        self._greedy = GreedyBot()
         self.last_iterations = 0
         """Iterations run by the latest search (0 when the decision was forced)."""
         self.last_root: dict[int, tuple[int, float]] = {}
@@ -397,8 +406,14 @@ class MctsBot:
                 pos = position(p)
                 p.apply(legal[i])
                 r = random.Random(seed)
+                replies = self.reply_depth
                 while not p.over:
-                    p.apply(rollout_action(pos, p.legal_actions(), r, eps))
+                    moves = p.legal_actions()
+                    if replies and p.to_move != view.viewer and len(moves) > 1 and pos.phase is Phase.PLAY:
+                        replies -= 1
+                        p.apply(self._greedy.choose(engine_view(p.state(), p.to_move), moves))
+                        continue
+                    p.apply(rollout_action(pos, moves, r, eps))
                 sums[i] += self._rewards(p)[view.viewer]
                 counts[i] += 1
             done += len(alive)
