@@ -90,6 +90,20 @@ def _action_kind(action: Action | None) -> str:
 
 _KINDS: dict[type, str] = {}
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _bounded_put(cache: OrderedDict[K, V], key: K, value: V, limit: int) -> None:
+    """Keep ``value`` as the most recent entry of an LRU ``cache`` of at most ``limit`` entries
+    (nothing is kept when ``limit`` is 0)."""
+    if limit <= 0:
+        return
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > limit:
+        cache.popitem(last=False)
+
 
 class Games:
     """Every operation of the API, over a ``Store``."""
@@ -122,12 +136,7 @@ class Games:
             histogram.observe(time.perf_counter() - start)
 
     def _remember(self, game_id: str, version: int, match: Match) -> None:
-        if self.config.snapshot_cache <= 0:
-            return
-        self._cache[game_id] = (version, match)
-        self._cache.move_to_end(game_id)
-        while len(self._cache) > self.config.snapshot_cache:
-            self._cache.popitem(last=False)
+        _bounded_put(self._cache, game_id, (version, match), self.config.snapshot_cache)
 
     async def _load(self, game_id: str, expected: int | None = None) -> tuple[int, Match]:
         """The game at its latest version; the cached copy when it is at ``expected``."""
@@ -216,11 +225,7 @@ class Games:
             return hit[1]
         response = pb.GetGameResponse(version=version)
         self._view(req.game_id, version, match, seat, response.view)
-        if self.config.snapshot_cache > 0:
-            self._views[key] = (version, response)
-            self._views.move_to_end(key)
-            while len(self._views) > 2 * self.config.snapshot_cache:
-                self._views.popitem(last=False)
+        _bounded_put(self._views, key, (version, response), 2 * self.config.snapshot_cache)
         return response
 
     def _view(self, game_id: str, version: int, match: Match, seat: int | None, out: pb.GameView) -> None:
@@ -379,16 +384,20 @@ class Games:
         page = min(req.page_size or LOG_PAGE, LOG_PAGE_MAX)
         out = pb.GetGameLogResponse(rules=convert.rules_to_pb(match.rules), seed=match.seed,
                                     rounds=match.rounds, version=version)
-        first = await self._timed("read_log", self.store.read_log(req.game_id, 0, 1))
-        if first:
-            deal = _read_entry(first[0].entry).get("deal")
-            if deal is not None:
-                out.deal.CopyFrom(pb.Deal(hands=[pb.Hand(cards=h) for h in deal["hands"]], floor=deal["floor"],
-                                          stock=deal["stock"], dealer=deal["dealer"]))
         batch = await self._timed("read_log", self.store.read_log(req.game_id, req.after_version, page))
+        docs = [_read_entry(item.entry) for item in batch]
+        # The explicit deal (if any) is in the first entry: already in hand on the first page.
+        if req.after_version == 0:
+            first_doc = docs[0] if docs else None
+        else:
+            first = await self._timed("read_log", self.store.read_log(req.game_id, 0, 1))
+            first_doc = _read_entry(first[0].entry) if first else None
+        deal = first_doc.get("deal") if first_doc is not None else None
+        if deal is not None:
+            out.deal.CopyFrom(pb.Deal(hands=[pb.Hand(cards=h) for h in deal["hands"]], floor=deal["floor"],
+                                      stock=deal["stock"], dealer=deal["dealer"]))
         last = req.after_version
-        for item in batch:
-            doc = _read_entry(item.entry)
+        for item, doc in zip(batch, docs, strict=True):
             entry = out.entries.add(version=item.version, seat=doc["seat"], request_id=doc["rid"])
             if doc["action"] is not None:
                 entry.action.CopyFrom(convert.action_to_pb(action_from_id(doc["action"])))
