@@ -22,28 +22,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import bench_service as bs  # the server process and its start-up check (puts tests/ on the path)
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from redis_server import RedisServer
 
 from service.pb.gostop.v1 import game_pb2 as pb
 from service.pb.gostop.v1 import game_pb2_grpc as pb_grpc
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.append(str(ROOT / "tests"))
-from redis_server import HOST, RedisServer, free_port  # noqa: E402  (tests/ is not a package)
-
-SECRET = "bench-memory-token-secret-0123456789"
 
 
 def rss_bytes(pid: int) -> int:
@@ -101,33 +90,15 @@ async def play(stub: Any, rng: random.Random, moves: int | None) -> Played:
     return Played(created.game_id, done, view.phase == pb.PHASE_OVER)
 
 
-async def wait_serving(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    async with grpc.aio.insecure_channel(f"{HOST}:{port}") as channel:
-        health = health_pb2_grpc.HealthStub(channel)
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError("the server exited")
-            try:
-                reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.aio.AioRpcError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server did not become SERVING")
-            await asyncio.sleep(0.1)
-
-
-async def measure(
-    args: argparse.Namespace, redis: RedisServer, server: subprocess.Popen[bytes], port: int
-) -> dict[str, Any]:
+async def measure(args: argparse.Namespace, redis: RedisServer, server: bs.ServerProcess) -> dict[str, Any]:
     rng = random.Random(args.seed)
-    async with grpc.aio.insecure_channel(f"{HOST}:{port}") as channel:
+    assert server.process is not None
+    pid = server.process.pid
+    async with grpc.aio.insecure_channel(server.target) as channel:
         stub = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
         await play(stub, rng, 3)  # warm the server up (imports, caches)
         redis.command("FLUSHALL")
-        base_redis, base_rss = used_memory(redis), rss_bytes(server.pid)
+        base_redis, base_rss = used_memory(redis), rss_bytes(pid)
         fresh = await play(stub, rng, 0)
         middle = await play(stub, rng, args.moves)
         whole = await play(stub, rng, None)
@@ -149,7 +120,7 @@ async def measure(
         played = [p for group in await asyncio.gather(*(batch(share, args.moves) for _ in range(parallel)))
                   for p in group]
         per_game_redis = (used_memory(redis) - before) / len(played)
-        per_game_rss = (rss_bytes(server.pid) - base_rss) / (len(played) + 3)
+        per_game_rss = (rss_bytes(pid) - base_rss) / (len(played) + 3)
     return {
         "games": len(played), "moves_per_game": args.moves,
         "redis_bytes_per_game": round(per_game_redis), "redis_base_bytes": base_redis,
@@ -195,19 +166,13 @@ def main() -> None:
     parser.add_argument("--json", metavar="PATH", default="", help="also write the figures as JSON")
     args = parser.parse_args()
     with RedisServer() as redis:
-        port = free_port()
-        env = {**os.environ, "GOSTOP_REDIS_URL": redis.url, "GOSTOP_TOKEN_SECRET": SECRET,
-               "GOSTOP_LOG_LEVEL": "warning", "GOSTOP_LOG_FORMAT": "json", "GOSTOP_METRICS_PORT": "0",
-               "GOSTOP_LISTEN": f"{HOST}:{port}"}
-        with tempfile.TemporaryFile() as log:
-            server = subprocess.Popen([sys.executable, "-m", "service", "serve"], cwd=ROOT, env=env,
-                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-            try:
-                asyncio.run(wait_serving(port, server))
-                figures = asyncio.run(measure(args, redis, server, port))
-            finally:
-                server.send_signal(signal.SIGTERM)
-                server.wait(timeout=20)
+        server = bs.ServerProcess(redis.url, metrics=False)
+        server.start()
+        try:
+            asyncio.run(bs.wait_serving(server))
+            figures = asyncio.run(measure(args, redis, server))
+        finally:
+            server.stop()
     print(f"gostop memory, {figures['games']} standard 2-player games, {args.moves} actions each, every action "
           "with a request id")
     print(f"Redis: {figures['redis_bytes_per_game']:,} bytes per game (used_memory growth / games)")
