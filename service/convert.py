@@ -265,26 +265,6 @@ def deal_from_pb(msg: pb.Deal) -> Deal:
 
 # ------------------------------------------------------------------------------ views
 
-_PLAYS: dict[int, tuple[Any, pb.PlayRecord]] = {}
-"""``id(record) -> (record, message)`` of recently converted plays. Every view of a round carries
-all its plays so far, and the engine keeps each ``PlayRecord`` object from the play on, so a
-view converts only the plays it has not seen; the entry holds the record, so the id cannot be
-reused while it lives. Emptied when full."""
-_PLAYS_MAX: Final = 50_000
-
-
-def _play_pb(record: Any) -> pb.PlayRecord:
-    hit = _PLAYS.get(id(record))
-    if hit is not None and hit[0] is record:
-        return hit[1]
-    message = pb.PlayRecord()
-    fill(message, record)
-    if len(_PLAYS) >= _PLAYS_MAX:
-        _PLAYS.clear()
-    _PLAYS[id(record)] = (record, message)
-    return message
-
-
 def view_to_pb(view: View, match: Match, game_id: str, version: int, out: pb.GameView | None = None) -> pb.GameView:
     """A seat's (or spectator's) view of a game, with its legal actions and the match totals;
     written into ``out`` (an empty message, e.g. a field of a response: no copy) if given."""
@@ -319,7 +299,9 @@ def view_to_pb(view: View, match: Match, game_id: str, version: int, out: pb.Gam
     if view.turn is not None:
         fill(out.turn, view.turn)
     if view.plays:
-        out.plays.extend([_play_pb(record) for record in view.plays])
+        add = out.plays.add
+        for record in view.plays:
+            fill(add(), record)
     m = out.match
     m.round_no, m.rounds, m.finished = match.round_no, match.rounds, match.finished
     m.points.extend(match.points)
