@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import replace
@@ -282,3 +283,23 @@ def test_mcts_with_greedy_replies_plays_legally_and_deterministically(preset: st
         return _play_checked(rules, 99, bots)[1]
 
     assert game() == game()
+
+
+def test_belief_model_reproduces_greedy_choices() -> None:
+    """Given a greedy opponent's true hand, the model names its actual play as greedy's choice.
+
+    The values are rebuilt from the public record (floor, pile sizes, shakes); only a pile
+    changed by a later 피 steal can make them differ from what greedy saw.
+    """
+    rules = Rules.preset("standard")
+    explained = total = 0
+    for state in _positions(rules, range(6), 4)[::2]:
+        seat = state.to_move
+        other = 1 - seat
+        belief = Belief(view(state, seat), random.Random(0), samples=1, burn=0, thin=1)
+        hand = list(state.seats[other].hand)
+        for ob in belief.observations.get(other, []):
+            total += 1
+            explained += ob.log_likelihood(hand, 100.0, 1e-9) > math.log(0.5)
+    assert total >= 40
+    assert explained >= 0.95 * total

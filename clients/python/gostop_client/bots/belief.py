@@ -6,13 +6,19 @@ which floor), and most players are predictable: a player who lays a card down wh
 a card that captures a 광 on the floor is rare. ``Belief`` models every opponent as the
 ``greedy`` heuristic with noise —
 
-    P(play p | hand H) = (1 − noise) · exp(β·v(p)) / Σ_{c ∈ H} exp(β·v(c)) + noise / |H|
+    P(play a | hand H) = (1 − noise) · exp(β·v(a)) / Σ_{b ∈ A(H)} exp(β·v(b)) + noise / |A(H)|
 
-where v is greedy's value of playing each card on the floor the play was decided on
-(``greedy.Situation.play_value`` on a view rebuilt from the ``PlayRecord``), and H is the
-hand the opponent held then: its hidden cards now, its revealed cards and the cards it
-played since. The noise term keeps the model honest against players that are not greedy
-(a human, another search bot): no hand is ever ruled out.
+where A(H) is every play greedy had with hand H (each card, the 흔들기 and 폭탄 of a month
+held three times), v is greedy's own value of each (``greedy.Situation``) on a view rebuilt
+from the ``PlayRecord`` (the floor and piles the play was decided on, the shakes made by
+then), and H is the hand the opponent held then: its hidden cards now, its revealed cards,
+and the cards it played or bombed since. Greedy's value of a card depends on the rest of the
+hand only through how many cards of its month the hand holds (see ``_Observation``), so the
+values are computed once per play and every hand's likelihood is a table look-up: the model
+is greedy's exact decision, not a per-card approximation. Greedy breaks ties by the lower
+action id, and so does the model. With the true hand it names the play greedy made for about
+99.5% of the plays of greedy-vs-greedy rounds; the noise term keeps it honest against players
+that are not greedy (a human, another search bot): no hand is ever ruled out.
 
 The posterior over the opponents' hidden cards (the product of these likelihoods over
 their past plays, times the uniform prior) is sampled by a Metropolis chain whose moves
@@ -22,8 +28,12 @@ the stock order around them, so every sample is consistent with the view.
 
 Approximations (the model is a likelihood, not a replay): the piles at the time of a play
 are the first cards of today's piles (a later 피 steal shifts them), 뻑 stacks are taken
-from the floor, 폭탄 and 빈 내기 plays are not scored, and bonus-card replacements drawn
-after a play count as held before it.
+from the floor, 폭탄 and 빈 내기 plays are not scored themselves, a 빈 내기 is never among
+the alternatives, and bonus-card replacements drawn after a play count as held before it.
+
+Measured on 798 positions of greedy-vs-greedy rounds (standard, 2 players): the samples put
+42.3% of the opponent's hidden cards in its hand, against 30.2% for uniform samples and
+37.9% for the earlier per-card approximation of greedy's values (β = 3, noise 0.05).
 """
 
 from __future__ import annotations
@@ -34,49 +44,102 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Final
 
-from engine import PlayCard, View, action_from_id
-from engine.cards import MONTH
+from engine import View
+from engine.cards import GUKJIN, MONTH
 from engine.determinize import unknown_cards
 from engine.state import Phase
 from engine.views import SeatView, Stack
 
-from .greedy import Situation
+from .greedy import BOMB_BONUS, CAPTURE_BONUS, SHAKE_BONUS, STEAL, Situation
+
+BETA: Final = 30.0
+"""Default sharpness of the opponent model (greedy is deterministic: a sharp model fits it)."""
+NOISE: Final = 0.01
+"""Default share of plays the model explains as random."""
 
 _SIBLING: Final = tuple(
     next((d for d in range(48) if MONTH[d] == MONTH[c] and d != c), c) if c < 48 else c for c in range(51)
 )
 """For each card, another card of its month (to ask greedy about a hand holding a pair)."""
 
+_TIE_WEIGHT: Final = math.exp(-5.0)
+"""Weight kept by a play that ties greedy's best value but has a higher action id (greedy
+breaks ties by the lower id, so such a play is all but ruled out)."""
+
 
 class _Observation:
-    """One opponent play, with greedy's weight exp(β·(v − max)) of each card it could have played."""
+    """One opponent play, and greedy's value of every play it could have made instead.
 
-    __slots__ = ("later", "played", "weight", "weight_pair")
+    Greedy's value of playing card c depends on the rest of the hand only through k, the
+    number of cards of c's month in the hand (c included): k changes the unseen cards of the
+    month greedy counts (its own cards are not unseen to it; the chance of a 뻑 or of feeding
+    the next player), its pair set-up term (k ≥ 2), and the 흔들기 (k = 3, no card of the
+    month on the floor) or 폭탄 (k = 3, one on the floor) it may declare. So ``value[c][k-1]``
+    is exact for every hand, and a hand's likelihood needs no call to greedy.
+    """
 
-    def __init__(self, played: int, later: frozenset[int], weight: dict[int, float], weight_pair: dict[int, float]):
-        self.played = played
+    __slots__ = ("bomb", "capture", "later", "played", "played_id", "shake", "value")
+
+    def __init__(
+        self,
+        played_id: int,
+        later: frozenset[int],
+        value: dict[int, tuple[float, float, float, float]],
+        shake: Sequence[bool],
+        bomb: Sequence[float | None],
+        capture: dict[int, float],
+    ) -> None:
+        self.played_id = played_id
+        self.played = played_id % 64
         self.later = later
-        """Cards this seat played from its hand at this play and after (held then, not now)."""
-        self.weight = weight
-        self.weight_pair = weight_pair
-        """The weight when the hand holds another card of the month (greedy's pair set-up)."""
+        """Cards this seat held then and played since (this play included), or bombed."""
+        self.value = value
+        self.shake = shake
+        """Per month: a hand holding three of it may shake (no card of the month on the floor)."""
+        self.bomb = bomb
+        """Per month: a hand holding three of it may bomb; the bomb's value without its hand cards."""
+        self.capture = capture
+        """Greedy's capture value of each card (the hand cards of a bomb add theirs)."""
 
-    def log_likelihood(self, hand: Sequence[int], noise: float) -> float:
+    def log_likelihood(self, hand: Sequence[int], beta: float, noise: float) -> float:
         months = [0] * 13
         for c in hand:
             months[MONTH[c]] += 1
         for c in self.later:
             months[MONTH[c]] += 1
-        total = 0.0
-        mine = 0.0
+        options: list[tuple[float, int]] = []
+        mine = -math.inf
         for group in (hand, self.later):
             for c in group:
-                w = self.weight_pair[c] if months[MONTH[c]] >= 2 and MONTH[c] else self.weight[c]
-                total += w
-                if c == self.played:
-                    mine = w
-        size = len(hand) + len(self.later)
-        return math.log((1.0 - noise) * mine / total + noise / size)
+                m = MONTH[c]
+                k = months[m] if m else 1
+                v = self.value[c][k - 1]
+                ident = c
+                if k == 3 and self.shake[m]:
+                    v += SHAKE_BONUS  # the shaken play beats the plain one
+                    ident += 64
+                options.append((v, ident))
+                if ident == self.played_id:
+                    mine = v
+        for m in range(1, 13):
+            base = self.bomb[m]
+            if months[m] == 3 and base is not None:
+                held = sum(self.capture[c] for group in (hand, self.later) for c in group if MONTH[c] == m)
+                options.append((base + held, 128 + m))
+        if mine == -math.inf:  # the play was not available to this hand
+            return math.log(noise / len(options))
+        top = max(v for v, _ in options)
+        first = min(j for v, j in options if v >= top - 1e-9)  # greedy's choice among equals
+        total = 0.0
+        mine_w = 0.0
+        for v, ident in options:
+            w = math.exp(beta * (v - top))
+            if v >= top - 1e-9 and ident != first:
+                w *= _TIE_WEIGHT
+            if ident == self.played_id:
+                mine_w = w
+            total += w
+        return math.log((1.0 - noise) * mine_w / total + noise / len(options))
 
 
 class Belief:
@@ -92,8 +155,8 @@ class Belief:
         view: View,
         rng: random.Random,
         *,
-        beta: float = 3.0,
-        noise: float = 0.05,
+        beta: float = BETA,
+        noise: float = NOISE,
         samples: int = 32,
         burn: int = 150,
         thin: int = 8,
@@ -122,60 +185,97 @@ class Belief:
         plays = v.plays
         out = []
         revealed = v.seats[seat].revealed
+        hidden = v.seats[seat].hand_size - len(revealed)
         for t, rec in enumerate(plays):
             if rec.seat != seat or rec.action >= 128:
                 continue
-            action = action_from_id(rec.action)
-            assert isinstance(action, PlayCard)
-            later = frozenset(
-                r.action % 64 for r in plays[t:] if r.seat == seat and r.action < 128
-            )
+            later: set[int] = set()
+            for r in plays[t:]:
+                if r.seat != seat:
+                    continue
+                if r.action < 128:
+                    later.add(r.action % 64)
+                elif 128 < r.action <= 140:  # a 폭탄: its three hand cards are the month's off the floor
+                    month = r.action - 128
+                    later.update(c for c in range(4 * month - 4, 4 * month) if c not in r.floor)
             then = self._view_at(t)
             sit = Situation(then)
+            # The rebuilt view hides every card of the hand but the played one; greedy saw them all.
+            base = list(sit.unseen_month)
+            sit.unseen_total = max(1, sit.unseen_total - (hidden + len(revealed) + len(later) - 1))
+            played_month = MONTH[rec.action % 64]
             candidates = set(self.pool) | set(revealed) | later
-            values: dict[int, float] = {}
-            values_pair: dict[int, float] = {}
+            values: dict[int, tuple[float, float, float, float]] = {}
             for c in candidates:
-                sit.hand = ()
-                values[c] = sit.play_value(c, False)
-                sit.hand = (c, _SIBLING[c])
-                values_pair[c] = sit.play_value(c, False)
-            top = max(max(values.values()), max(values_pair.values()))
-            beta = self.beta
-            weight = {c: math.exp(beta * (x - top)) for c, x in values.items()}
-            weight_pair = {c: math.exp(beta * (x - top)) for c, x in values_pair.items()}
-            out.append(_Observation(action.card, later, weight, weight_pair))
+                m = MONTH[c]
+                row: list[float] = []
+                for k in range(1, 5 if m else 2):
+                    sit.unseen_month[m] = max(0, base[m] - (k - (m == played_month)))
+                    sit.hand = (c, _SIBLING[c]) if k >= 2 else (c,)
+                    row.append(sit.play_value(c, False))
+                sit.unseen_month[m] = base[m]
+                row += [row[-1]] * (4 - len(row))
+                values[c] = (row[0], row[1], row[2], row[3])
+            on_floor = [0] * 13
+            for c in rec.floor:
+                on_floor[MONTH[c]] += 1
+            rules = sit.rules
+            shake = [bool(rules.shake_bomb) and m > 0 and on_floor[m] == 0 for m in range(13)]
+            bomb: list[float | None] = [None] * 13
+            if rules.shake_bomb:
+                for c in rec.floor:
+                    m = MONTH[c]
+                    if m and on_floor[m] == 1:
+                        bomb[m] = CAPTURE_BONUS + sit.capture_value(c) + STEAL + BOMB_BONUS
+            capture = {c: sit.capture_value(c) for c in candidates}
+            out.append(_Observation(rec.action, frozenset(later), values, shake, bomb, capture))
         return out
 
     def _view_at(self, t: int) -> View:
-        """The view the player of play ``t`` had when it decided (public part, approximately)."""
+        """The view the player of play ``t`` had when it decided (public part, approximately).
+
+        Its own hand is only the played card (the rest is what the likelihood varies; nothing
+        of it counts as revealed); another seat's revealed cards are those of the months it
+        had shaken by then.
+        """
         v = self.view
         rec = v.plays[t]
         seat = rec.seat
-        played_since = [0] * len(v.seats)
+        since: list[set[int]] = [set() for _ in v.seats]
         for r in v.plays[t:]:
             if r.action < 128:
-                played_since[r.seat] += 1
+                since[r.seat].add(r.action % 64)
+            elif 128 < r.action <= 140:
+                month = r.action - 128
+                since[r.seat].update(c for c in range(4 * month - 4, 4 * month) if c not in r.floor)
         seats: list[SeatView] = []
         for s in v.seats:
-            size = s.hand_size + played_since[s.seat]
+            size = s.hand_size + len(since[s.seat])
             pile = s.captured[: rec.piles[s.seat]] if s.seat < len(rec.piles) else s.captured
-            seats.append(replace(s, captured=pile, hand=(rec.action % 64,) if s.seat == seat else s.revealed,
-                                 hand_size=size))
+            if s.seat == seat:
+                hand: tuple[int, ...] = (rec.action % 64,)
+                shown: tuple[int, ...] = ()
+            else:
+                shaken = {MONTH[r.action % 64] for r in v.plays[:t] if r.seat == s.seat and 64 <= r.action < 128}
+                shown = hand = tuple(sorted(c for c in set(s.revealed) | since[s.seat] if MONTH[c] in shaken))
+            seats.append(replace(s, captured=pile, hand=hand, revealed=shown, hand_size=size))
         by_month: dict[int, int] = {}
         for c in rec.floor:
             by_month[MONTH[c]] = by_month.get(MONTH[c], 0) + 1
         makers = {st.month: st.maker for st in v.stacks}
         stacks = tuple(Stack(m, makers.get(m, -1)) for m, k in sorted(by_month.items()) if k >= 3 and m)
+        # 국진 captured since was not converted yet: greedy valued it as a 열끗.
+        gukjin = v.gukjin if any(GUKJIN in s.captured for s in seats) else "open"
         return replace(
             v, viewer=seat, phase=Phase.PLAY, to_move=seat, floor=rec.floor, stacks=stacks, seats=tuple(seats),
-            pending=None, legal_actions=(), turn=None, plays=v.plays[:t],
+            pending=None, legal_actions=(), turn=None, plays=v.plays[:t], gukjin=gukjin,
         )
 
     def log_likelihood(self, seat: int, hidden: Sequence[int]) -> float:
         """log P(the seat's observed plays | its hidden cards are ``hidden``)."""
         hand = list(hidden) + list(self.view.seats[seat].revealed)
-        return sum(ob.log_likelihood(hand, self.noise) for ob in self.observations[seat])
+        beta, noise = self.beta, self.noise
+        return sum(ob.log_likelihood(hand, beta, noise) for ob in self.observations[seat])
 
     # -- the chain -----------------------------------------------------------
 
