@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -303,3 +304,27 @@ def test_belief_model_reproduces_greedy_choices() -> None:
             explained += ob.log_likelihood(hand, 100.0, 1e-9) > math.log(0.5)
     assert total >= 40
     assert explained >= 0.95 * total
+
+
+def test_mcts_cpu_budget_bounds_every_decision() -> None:
+    """A CPU budget ends the search by the thread's CPU time, belief set-up included."""
+    rules = Rules.preset("standard")
+    bot = MctsBot(cpu_millis=25.0, seed=3)
+    worst = 0.0
+    for state in _positions(rules, range(2), 4)[::5]:
+        legal = legal_actions(state)
+        if len(legal) < 2:
+            continue
+        start = time.thread_time()
+        bot.choose(view(state, state.to_move), legal)
+        worst = max(worst, time.thread_time() - start)
+        assert bot.last_iterations > 0
+    assert worst < 0.025 + 0.010  # the last batch is not started when it would end past the deadline
+
+
+def test_mcts_budget_options_are_checked() -> None:
+    with pytest.raises(ValueError):
+        MctsBot(cpu_millis=0.0)
+    bot = MctsBot(cpu_millis=50.0)
+    assert bot.iterations is None and bot.cpu_millis == 50.0
+    assert MctsBot(iterations=5, cpu_millis=50.0).budget().limit == 5

@@ -36,7 +36,11 @@ SLOW = 0.2
 
 @dataclass
 class Timing:
-    """Decision times of one bot (seconds)."""
+    """Decision times of one bot (seconds): wall-clock, and the CPU time of the deciding thread.
+
+    The CPU time (``time.thread_time``) is what one free core would take; it does not grow
+    when other processes share the machine, so its maximum checks a per-decision budget.
+    """
 
     decisions: int = 0
     total: float = 0.0
@@ -47,13 +51,21 @@ class Timing:
     """Decisions that ran a search (bots reporting ``last_iterations`` > 0)."""
     search_time: float = 0.0
     iterations: int = 0
+    cpu_total: float = 0.0
+    cpu_max: float = 0.0
+    cpu_slow: int = 0
+    """Decisions that took more than ``SLOW`` seconds of CPU."""
 
-    def add(self, seconds: float, iterations: int = 0) -> None:
+    def add(self, seconds: float, iterations: int = 0, cpu: float = 0.0) -> None:
         self.decisions += 1
         self.total += seconds
         self.max = max(self.max, seconds)
         if seconds > SLOW:
             self.slow += 1
+        self.cpu_total += cpu
+        self.cpu_max = max(self.cpu_max, cpu)
+        if cpu > SLOW:
+            self.cpu_slow += 1
         if iterations > 0:
             self.searches += 1
             self.search_time += seconds
@@ -67,10 +79,17 @@ class Timing:
         self.searches += other.searches
         self.search_time += other.search_time
         self.iterations += other.iterations
+        self.cpu_total += other.cpu_total
+        self.cpu_max = max(self.cpu_max, other.cpu_max)
+        self.cpu_slow += other.cpu_slow
 
     @property
     def mean(self) -> float:
         return self.total / self.decisions if self.decisions else 0.0
+
+    @property
+    def cpu_mean(self) -> float:
+        return self.cpu_total / self.decisions if self.decisions else 0.0
 
 
 def play_round(
@@ -90,10 +109,13 @@ def play_round(
     while not state.over:
         seat = state.to_move
         legal = legal_actions(state)
-        start = time.perf_counter()
-        action = bots_by_seat[seat].choose(view(state, seat), legal)
+        seat_view = view(state, seat)
+        start, cpu_start = time.perf_counter(), time.thread_time()
+        action = bots_by_seat[seat].choose(seat_view, legal)
         if timings is not None:
-            timings[seat].add(time.perf_counter() - start, getattr(bots_by_seat[seat], "last_iterations", 0))
+            cpu = time.thread_time() - cpu_start
+            wall = time.perf_counter() - start
+            timings[seat].add(wall, getattr(bots_by_seat[seat], "last_iterations", 0), cpu)
         if action not in legal:
             raise ValueError(f"bot {bots_by_seat[seat].name} chose an illegal action {action!r}")
         state, _ = apply(state, action, seat)
@@ -224,6 +246,7 @@ def summarize(results: Sequence[RoundResult], timings: Mapping[str, Timing] | No
     times = {
         k: {
             "decisions": t.decisions, "mean_ms": 1000 * t.mean, "max_ms": 1000 * t.max, "over_200ms": t.slow,
+            "cpu_mean_ms": 1000 * t.cpu_mean, "cpu_max_ms": 1000 * t.cpu_max, "cpu_over_200ms": t.cpu_slow,
             "searches": t.searches, "iterations_per_search": t.iterations / t.searches if t.searches else 0.0,
             "iterations_per_second": t.iterations / t.search_time if t.search_time else 0.0,
         }
@@ -345,7 +368,9 @@ def format_summary(name_a: str, name_b: str, s: Summary) -> Iterator[str]:
         if t:
             yield (
                 f"  {key.upper()} {label}: {int(t['decisions'])} decisions, "
-                f"mean {t['mean_ms']:.1f} ms, max {t['max_ms']:.1f} ms, {int(t['over_200ms'])} over 200 ms"
+                f"mean {t['mean_ms']:.1f} ms, max {t['max_ms']:.1f} ms, {int(t['over_200ms'])} over 200 ms; "
+                f"CPU mean {t['cpu_mean_ms']:.1f} ms, max {t['cpu_max_ms']:.1f} ms, "
+                f"{int(t['cpu_over_200ms'])} over 200 ms"
                 + (
                     f"; {int(t['searches'])} searches, {t['iterations_per_search']:.0f} iterations each, "
                     f"{t['iterations_per_second']:.0f} iterations/s"
