@@ -21,6 +21,7 @@ from gostop_client.arena import (
 )
 from gostop_client.bots import BOT_NAMES, Bot, GreedyBot, MctsBot, RandomBot, make_bot
 from gostop_client.bots.belief import Belief
+from gostop_client.bots.mcts import DEFAULT_CPU_MILLIS
 
 from engine import Action, Rules, State, View, apply, card_places, legal_actions, new_round, view
 from engine.determinize import determinize
@@ -328,3 +329,9 @@ def test_mcts_budget_options_are_checked() -> None:
     bot = MctsBot(cpu_millis=50.0)
     assert bot.iterations is None and bot.cpu_millis == 50.0
     assert MctsBot(iterations=5, cpu_millis=50.0).budget().limit == 5
+
+
+def test_mcts_default_budget_is_cpu_time() -> None:
+    bot = MctsBot()
+    assert bot.iterations is None and bot.millis is None and bot.cpu_millis == DEFAULT_CPU_MILLIS
+    assert DEFAULT_CPU_MILLIS < 200.0

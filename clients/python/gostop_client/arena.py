@@ -8,7 +8,10 @@ every assignment of the two bots to the n seats in which both bots appear (6 wit
 Command line (parallel worker processes; each worker builds its own bots)::
 
     python -m gostop_client.arena --a mcts --b greedy --deals 500 --preset standard \\
-        --millis 150 --workers 2
+        --cpu-millis 180 --workers 2
+
+Without a budget flag ``mcts`` uses its default budget (``DEFAULT_CPU_MILLIS`` of CPU time per
+decision); ``--iterations`` gives results that do not depend on the machine's speed.
 """
 
 from __future__ import annotations
@@ -345,6 +348,8 @@ def _options(args: argparse.Namespace, name: str) -> dict[str, Any]:
         opts["iterations"] = args.iterations
     if args.millis is not None:
         opts["millis"] = args.millis
+    if args.cpu_millis is not None:
+        opts["cpu_millis"] = args.cpu_millis
     for item in args.opt or ():
         key, _, raw = item.partition("=")
         opts[key] = json.loads(raw)
@@ -390,6 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bot-seed", type=int, default=0)
     parser.add_argument("--millis", type=float, default=None, help="mcts budget per decision (ms)")
     parser.add_argument("--iterations", type=int, default=None, help="mcts budget per decision (iterations)")
+    parser.add_argument("--cpu-millis", type=float, default=None, help="mcts budget per decision (ms of CPU time)")
     parser.add_argument("--opt", action="append", help="extra mcts option key=json_value (repeatable)")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--json", default=None, help="write the per-round results and summary here")
