@@ -186,7 +186,9 @@ def deal_to_pb(deal: Deal) -> pb.Deal:
 
 
 def _bot_options(name: str, mcts_millis: float | None) -> dict[str, Any]:
-    return {"millis": mcts_millis} if name == "mcts" and mcts_millis is not None else {}
+    # CPU time, not wall-clock: the pool's processes share the machine with each other and the
+    # event loop, and a bot's strength should not depend on how loaded the machine is.
+    return {"cpu_millis": mcts_millis} if name == "mcts" and mcts_millis is not None else {}
 
 
 def _choose_id(name: str, options: Mapping[str, Any], seed: int, view_blob: bytes) -> int:
@@ -858,7 +860,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls", action="store_true", help="connect to --server over TLS")
     parser.add_argument("--out", type=Path, default=Path("tournament"), help="directory for results and report")
     parser.add_argument("--seed", type=int, default=0, help="seed of the deals")
-    parser.add_argument("--mcts-millis", type=float, default=None, help="mcts budget per decision (ms)")
+    parser.add_argument("--mcts-millis", type=float, default=None,
+                        help="mcts budget per decision (ms of CPU time)")
     parser.add_argument("--workers", type=int, default=0, help="processes for mcts decisions (0: one per CPU)")
     parser.add_argument("--max-games", type=int, default=0,
                         help="stop after this many new games (a later run resumes); 0: play all")
