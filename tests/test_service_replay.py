@@ -92,3 +92,31 @@ async def test_match_with_overrides_replays_from_its_log(api: Api) -> None:
                          last_turn_no_steal=frozenset(), ppeok_payments=(2,))
     steps = await _play_match(api, game, random.Random(77))
     await _check_replay(api, game, steps, rules)
+
+
+def test_view_conversion_keeps_no_plays_alive_regression() -> None:
+    """Regression: a memo of converted plays (50,000 of them) kept every recent play record and
+    its message alive between calls, feeding the collector's slowest passes in a server.
+    Converting views must leave nothing behind."""
+    import gc
+
+    from engine import legal_action_ids, match_apply, new_match
+    from engine.actions import action_from_id
+
+    rules = Rules.preset("standard", players=2)
+
+    positions = []
+    for seed in (1, 2, 3):
+        rng = random.Random(seed)
+        match, _ = new_match(rules, seed, 1)
+        while not match.finished:
+            ids = legal_action_ids(match.round)
+            match, _ = match_apply(match, action_from_id(rng.choice(ids)), match.round.to_move)
+            positions.append((view(match.round, 0), match))
+    convert.view_to_pb(*positions[-1], "g", 1)  # first use fills the converter's per-type tables once
+    gc.collect()
+    before = len(gc.get_objects())
+    for seat_view, match in positions:
+        convert.view_to_pb(seat_view, match, "g", 1)
+    gc.collect()
+    assert len(gc.get_objects()) - before < 10
