@@ -143,14 +143,7 @@ def score(cards: Iterable[int], gukjin_converted: bool = False, sseul_points: in
             gwang += 1
             if role == _BIGWANG:
                 bigwang = True
-    if gwang == 5:
-        gwang_pts = 15
-    elif gwang == 4:
-        gwang_pts = 4
-    elif gwang == 3:
-        gwang_pts = 2 if bigwang else 3
-    else:
-        gwang_pts = 0
+    gwang_pts = _gwang_points(gwang, bigwang)
     return Score(
         gwang_count=gwang,
         has_bigwang=bigwang,

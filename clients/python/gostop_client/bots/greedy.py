@@ -136,16 +136,6 @@ STATIC_VALUE: Final[tuple[float, ...]] = tuple(
 """A context-free worth of each card (used for 4-player sit-out and by fast rollouts)."""
 
 
-def _gwang_points(n: int, bigwang: bool) -> int:
-    if n >= 5:
-        return 15
-    if n == 4:
-        return 4
-    if n == 3:
-        return 2 if bigwang else 3
-    return 0
-
-
 class _Pile:
     """One seat's pile as greedy reads it."""
 
