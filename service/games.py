@@ -36,7 +36,7 @@ from engine import (
     view,
 )
 from engine.events import Event, RoundSettled
-from engine.serialize import from_data, to_data
+from engine.serialize import encode, from_data
 
 from . import convert
 from .auth import Authenticator, Caller, seat_in
@@ -64,9 +64,9 @@ def _entry(version: int, kind: str, seat: int, action: Action | None, request_id
     doc = {
         "v": version, "kind": kind, "seat": seat,
         "action": action_id(action) if action is not None else None,
-        "rid": request_id, "finished": finished, "events": [to_data(e) for e in events], **extra,
+        "rid": request_id, "finished": finished, "events": events, **extra,
     }
-    return orjson.dumps(doc)
+    return encode(doc)
 
 
 def _read_entry(raw: bytes) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from engine import (
 from engine.cli import main
 from engine.events import Dealt
 from engine.rng import Rng
-from engine.serialize import to_data
+from engine.serialize import encode, to_data
 from engine.settlement import Settlement
 
 ALL_CONFIGS: list[tuple[str, int]] = [
@@ -207,6 +207,7 @@ def test_events_json_round_trip(config: tuple[str, int]) -> None:
                     assert back == e
                     assert type(back) is type(e)
                     assert event_to_json(back) == text
+                    assert text == json.dumps(to_data(e), separators=(",", ":"), ensure_ascii=False)
                     assert event_from_json(text.encode()) == e
                     kinds.add(type(e).__name__)
     assert {"Dealt", "CardPlayed", "CardFlipped", "RoundSettled"} <= kinds
@@ -501,6 +502,10 @@ def test_match_snapshots_round_trip(config: tuple[str, int]) -> None:
         while not match.round.over:
             blob = match_to_bytes(match)
             assert json.loads(blob)["format"] == FORMAT_VERSION
+            # The fast encoder (orjson's hook per dataclass) writes what the plain data would.
+            assert blob == json.dumps(
+                {"format": FORMAT_VERSION, "match": to_data(match)}, separators=(",", ":"), ensure_ascii=False
+            ).encode()
             back = match_from_bytes(blob)
             assert back == match
             assert match_to_bytes(back) == blob
@@ -551,6 +556,14 @@ def test_to_data_of_dataclasses_without_fields_or_with_one_regression() -> None:
 
     assert to_data(Go()) == {"@": "Go"}
     assert to_data((Stop(), PlayCard(7, shake=True))) == [{"@": "Stop"}, {"@": "PlayCard", "card": 7, "shake": True}]
+    assert encode((Go(), Stop(), PlayCard(7, shake=True))) == (
+        b'[{"@":"Go"},{"@":"Stop"},{"@":"PlayCard","card":7,"shake":true}]'
+    )
+
+
+def test_encode_refuses_what_is_not_an_engine_value() -> None:
+    with pytest.raises(TypeError):
+        encode({"x": object()})
 
 
 def _tracked_growth(work: Callable[[], None]) -> int:
