@@ -35,6 +35,7 @@ from engine import (
     SitOut,
     Stop,
     View,
+    action_from_id,
     action_id,
 )
 from engine.cards import card_code
@@ -79,7 +80,7 @@ def _plan(msg: Message, obj: Any) -> _Plan:
             numbers = {v.name.removeprefix(prefix).lower(): v.number for v in fd.enum_type.values}
             steps.append((f.name, _ENUM, numbers))
         else:
-            steps.append((f.name, _REPEATED if fd.is_repeated else _SCALAR, None))
+            steps.append((f.name, _REPEATED if fd.is_repeated else _SCALAR, fd.has_presence))
     return tuple(steps)
 
 
@@ -93,7 +94,9 @@ def _compile(msg: Message, obj: Any) -> Callable[[Any, Any], None]:
     lines = ["def filler(msg, obj):"]
     for index, (name, how, numbers) in enumerate(_plan(msg, obj)):
         lines.append(f"    v = obj.{name}")
-        lines.append("    if v is not None:")
+        # A zero, empty or false value without presence is the field's default: nothing to write.
+        skip_default = how == _REPEATED or (how == _SCALAR and not numbers)
+        lines.append("    if v:" if skip_default else "    if v is not None:")
         if how == _SCALAR:
             lines.append(f"        msg.{name} = v")
         elif how == _REPEATED:
@@ -265,6 +268,23 @@ def deal_from_pb(msg: pb.Deal) -> Deal:
 
 # ------------------------------------------------------------------------------ views
 
+def _legal_action_views() -> dict[int, bytes]:
+    """Per action id: the bytes of a ``GameView`` holding only that legal action (id, action and
+    label). A view's legal actions are the concatenation of theirs: built once, not per call."""
+    out: dict[int, bytes] = {}
+    for ident in range(256):
+        try:
+            action = action_from_id(ident)
+        except MalformedAction:
+            continue
+        legal = pb.LegalAction(id=ident, action=action_to_pb(action), label=action_label(action))
+        out[ident] = pb.GameView(legal_actions=[legal]).SerializeToString()
+    return out
+
+
+_LEGAL_VIEWS: Final = _legal_action_views()
+
+
 def view_to_pb(view: View, match: Match, game_id: str, version: int, out: pb.GameView | None = None) -> pb.GameView:
     """A seat's (or spectator's) view of a game, with its legal actions and the match totals;
     written into ``out`` (an empty message, e.g. a field of a response: no copy) if given."""
@@ -287,8 +307,9 @@ def view_to_pb(view: View, match: Match, game_id: str, version: int, out: pb.Gam
         fill(out.seats.add(), seat)
     if view.pending is not None:
         fill(out.pending, view.pending)
-    for action in view.legal_actions:
-        out.legal_actions.add(id=action_id(action), action=action_to_pb(action), label=action_label(action))
+    if view.legal_actions:
+        # Merging serialized GameViews appends to their repeated fields: one parse for them all.
+        out.MergeFromString(b"".join([_LEGAL_VIEWS[action_id(a)] for a in view.legal_actions]))
     for payment in view.payments:
         fill(out.payments.add(), payment)
     if view.settlement is not None:

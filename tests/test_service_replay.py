@@ -17,7 +17,7 @@ from service_fixtures import (
     service_redis_fixture,  # noqa: F401  (a fixture)
 )
 
-from engine import Rules, match_to_bytes, redact, view
+from engine import Rules, action_id, match_to_bytes, redact, view
 from service import convert
 from service.pb.gostop.v1 import game_pb2 as pb
 
@@ -120,3 +120,35 @@ def test_view_conversion_keeps_no_plays_alive_regression() -> None:
         convert.view_to_pb(seat_view, match, "g", 1)
     gc.collect()
     assert len(gc.get_objects()) - before < 10
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+def test_view_conversion_writes_every_legal_action_and_seat_field(config: tuple[str, int]) -> None:
+    """The legal actions come from bytes built once per action id, and fields at their default
+    are not written: the message still says exactly what the engine's view says."""
+    from engine import legal_action_ids, match_apply, new_match
+    from engine.actions import action_from_id
+
+    name, players = config
+    rules = Rules.preset(name, players=players)
+    rng = random.Random(7)
+    match, _ = new_match(rules, 7, 1)
+    while not match.finished:
+        state = match.round
+        for seat in range(-1, players):
+            seat_view = view(state, seat)
+            msg = convert.view_to_pb(seat_view, match, "g", 3)
+            assert [(a.id, a.action, a.label) for a in msg.legal_actions] == [
+                (action_id(a), convert.action_to_pb(a), convert.action_label(a)) for a in seat_view.legal_actions
+            ]
+            for got, want in zip(msg.seats, seat_view.seats, strict=True):
+                assert (got.seat, got.active, got.hand_size, tuple(got.hand), tuple(got.captured), got.gos) == (
+                    want.seat, want.active, want.hand_size, want.hand, want.captured, want.gos
+                )
+                assert (got.score.pi_value, got.score.gwang, got.score.total) == (
+                    want.score.pi_value, want.score.gwang, want.score.total
+                )
+            back = pb.GameView.FromString(msg.SerializeToString())
+            assert back == msg
+        ids = legal_action_ids(state)
+        match, _ = match_apply(match, action_from_id(rng.choice(ids)), state.to_move)
