@@ -60,6 +60,8 @@ def _enum_prefix(enum_name: str) -> str:
 
 _SCALAR, _REPEATED, _MESSAGE, _MESSAGES, _HANDS, _ENUM = range(6)
 _Plan = tuple[tuple[str, int, Any], ...]
+"""Per field: its name, how it is copied and, for an enum, its numbers by value; for a scalar,
+whether the field has presence (then a zero is written, not skipped)."""
 
 
 def _plan(msg: Message, obj: Any) -> _Plan:
@@ -92,10 +94,10 @@ def _compile(msg: Message, obj: Any) -> Callable[[Any, Any], None]:
     on every call of the API, and a loop that interprets the plan costs twice as much)."""
     env: dict[str, Any] = {"fill": fill, "Enum": Enum}
     lines = ["def filler(msg, obj):"]
-    for index, (name, how, numbers) in enumerate(_plan(msg, obj)):
+    for index, (name, how, extra) in enumerate(_plan(msg, obj)):
         lines.append(f"    v = obj.{name}")
         # A zero, empty or false value without presence is the field's default: nothing to write.
-        skip_default = how == _REPEATED or (how == _SCALAR and not numbers)
+        skip_default = how == _REPEATED or (how == _SCALAR and not extra)
         lines.append("    if v:" if skip_default else "    if v is not None:")
         if how == _SCALAR:
             lines.append(f"        msg.{name} = v")
@@ -112,7 +114,7 @@ def _compile(msg: Message, obj: Any) -> Callable[[Any, Any], None]:
             lines.append("        for item in v:")
             lines.append("            add().cards.extend(item)")
         else:
-            env[f"numbers{index}"] = numbers
+            env[f"numbers{index}"] = extra
             lines.append(f"        msg.{name} = numbers{index}[v.value if isinstance(v, Enum) else v]")
     if isinstance(obj, Score):
         lines.append("    msg.total = obj.total")
