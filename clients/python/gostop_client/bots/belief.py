@@ -47,10 +47,10 @@ from typing import Final
 from engine import View
 from engine.cards import GUKJIN, MONTH
 from engine.determinize import unknown_cards
-from engine.state import Phase
+from engine.state import Phase, PlayRecord
 from engine.views import SeatView, Stack
 
-from .greedy import BOMB_BONUS, CAPTURE_BONUS, SHAKE_BONUS, STEAL, Situation
+from .greedy import SHAKE_BONUS, Situation
 
 BETA: Final = 30.0
 """Default sharpness of the opponent model (greedy is deterministic: a sharp model fits it)."""
@@ -61,6 +61,17 @@ _SIBLING: Final = tuple(
     next((d for d in range(48) if MONTH[d] == MONTH[c] and d != c), c) if c < 48 else c for c in range(51)
 )
 """For each card, another card of its month (to ask greedy about a hand holding a pair)."""
+
+def _from_hand(record: PlayRecord) -> tuple[int, ...]:
+    """The hand cards a play used: the card played, or a 폭탄's three (the month's cards that
+    were not on the floor); none for a 빈 내기."""
+    if record.action < 128:
+        return (record.action % 64,)
+    if 128 < record.action <= 140:
+        month = record.action - 128
+        return tuple(c for c in range(4 * month - 4, 4 * month) if c not in record.floor)
+    return ()
+
 
 _TIE_WEIGHT: Final = math.exp(-5.0)
 """Weight kept by a play that ties greedy's best value but has a higher action id (greedy
@@ -189,15 +200,7 @@ class Belief:
         for t, rec in enumerate(plays):
             if rec.seat != seat or rec.action >= 128:
                 continue
-            later: set[int] = set()
-            for r in plays[t:]:
-                if r.seat != seat:
-                    continue
-                if r.action < 128:
-                    later.add(r.action % 64)
-                elif 128 < r.action <= 140:  # a 폭탄: its three hand cards are the month's off the floor
-                    month = r.action - 128
-                    later.update(c for c in range(4 * month - 4, 4 * month) if c not in r.floor)
+            later = {c for r in plays[t:] if r.seat == seat for c in _from_hand(r)}
             then = self._view_at(t)
             sit = Situation(then)
             # The rebuilt view hides every card of the hand but the played one; greedy saw them all.
@@ -223,10 +226,11 @@ class Belief:
             shake = [bool(rules.shake_bomb) and m > 0 and on_floor[m] == 0 for m in range(13)]
             bomb: list[float | None] = [None] * 13
             if rules.shake_bomb:
+                sit.hand = ()  # a bomb's value without its hand cards (each hand adds its own)
                 for c in rec.floor:
                     m = MONTH[c]
                     if m and on_floor[m] == 1:
-                        bomb[m] = CAPTURE_BONUS + sit.capture_value(c) + STEAL + BOMB_BONUS
+                        bomb[m] = sit.bomb_value(m)
             capture = {c: sit.capture_value(c) for c in candidates}
             out.append(_Observation(rec.action, frozenset(later), values, shake, bomb, capture))
         return out
@@ -243,11 +247,7 @@ class Belief:
         seat = rec.seat
         since: list[set[int]] = [set() for _ in v.seats]
         for r in v.plays[t:]:
-            if r.action < 128:
-                since[r.seat].add(r.action % 64)
-            elif 128 < r.action <= 140:
-                month = r.action - 128
-                since[r.seat].update(c for c in range(4 * month - 4, 4 * month) if c not in r.floor)
+            since[r.seat].update(_from_hand(r))
         seats: list[SeatView] = []
         for s in v.seats:
             size = s.hand_size + len(since[s.seat])
