@@ -102,12 +102,11 @@ def _encode_default(obj: Any) -> Any:
     kind = type(obj)
     known = _ENCODERS.get(kind)
     if known is None:
-        if kind is Rules:
-            return _rules_data(obj)
-        if isinstance(obj, (frozenset, set)):
-            return sorted(obj)
-        if not (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
-            raise TypeError(f"cannot encode {kind.__name__}")
+        if kind is Rules or not (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
+            data = to_data(obj)  # the rules, sets: what the plain form says of them
+            if data is obj:
+                raise TypeError(f"cannot encode {kind.__name__}")
+            return data
         names, getter = _FIELDS.get(kind) or _fields_of(kind)
         known = _ENCODERS[kind] = (("@", *names), kind.__name__, getter)
     keys, tag, getter = known
