@@ -191,11 +191,13 @@ async def test_tokens_of_another_game_are_refused(keyed: Api) -> None:
 def _tampered(token: str) -> list[str]:
     prefix, game_id, seat, mac = token.split(".")
     flipped = ("A" if mac[0] != "A" else "B") + mac[1:]
+    # Another game id: its last character changed (game ids are random; one in 64 ends in "x").
+    other_game = game_id[:-1] + ("x" if game_id[-1] != "x" else "y")
     return [
         f"{prefix}.{game_id}.{seat}.{flipped}",
         f"{prefix}.{game_id}.{seat}.{mac[:-1]}",
         f"{prefix}.{game_id}.{seat}.",
-        f"{prefix}.{game_id[:-1]}x.{seat}.{mac}",
+        f"{prefix}.{other_game}.{seat}.{mac}",
         f"{prefix}.{game_id}.{int(seat) + 10}.{mac}",
         f"{prefix}.{game_id}.-1.{mac}",
         f"gst2.{game_id}.{seat}.{mac}",
