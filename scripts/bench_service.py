@@ -154,7 +154,8 @@ class ServerProcess:
     child processes, worker ``i`` serving metrics on ``metrics_port + i``."""
 
     def __init__(
-        self, redis_url: str, metrics: bool, profile: str = "", redis_pid: int | None = None, workers: int = 1
+        self, redis_url: str, metrics: bool, profile: str = "", redis_pid: int | None = None, workers: int = 1,
+        log_level: str = "warning",
     ) -> None:
         if workers > 1 and not redis_url:
             raise ValueError("several server workers need Redis (--store redis)")
@@ -165,6 +166,7 @@ class ServerProcess:
         self.metrics = metrics
         self.profile = profile
         self.workers = workers
+        self.log_level = log_level
         self.port = 0
         self.metrics_port = 0
         self.process: subprocess.Popen[bytes] | None = None
@@ -186,7 +188,7 @@ class ServerProcess:
         env.update(
             GOSTOP_REDIS_URL=self.redis_url,
             GOSTOP_TOKEN_SECRET=TOKEN_SECRET,
-            GOSTOP_LOG_LEVEL="warning",
+            GOSTOP_LOG_LEVEL=self.log_level,
             GOSTOP_LOG_FORMAT="json",
             GOSTOP_METRICS_HOST=HOST,
         )
@@ -249,7 +251,9 @@ class ServerProcess:
 
 
 @contextlib.contextmanager
-def services(store: str, metrics: bool, profile: str = "", workers: int = 1) -> Iterator[ServerProcess]:
+def services(
+    store: str, metrics: bool, profile: str = "", workers: int = 1, log_level: str = "warning"
+) -> Iterator[ServerProcess]:
     """A redis-server (for ``store == "redis"``) and a gostop server, stopped on the way out."""
     redis: RedisServer | None = None
     server: ServerProcess | None = None
@@ -259,7 +263,7 @@ def services(store: str, metrics: bool, profile: str = "", workers: int = 1) -> 
             redis = RedisServer().start()
             redis_url = redis.url
         redis_pid = redis.process.pid if redis and redis.process else None
-        server = ServerProcess(redis_url, metrics, profile, redis_pid, workers)
+        server = ServerProcess(redis_url, metrics, profile, redis_pid, workers, log_level)
         server.start()
         yield server
     finally:
@@ -819,7 +823,8 @@ async def bench(args: argparse.Namespace, server: ServerProcess) -> list[Result]
 def header(args: argparse.Namespace, workers: int) -> str:
     return (f"gostop service over loopback, store {args.store}, {workers} server worker process(es), "
             f"{args.seconds:g} s per measurement, {args.channels} channel(s) from {args.client_processes} "
-            f"client process(es); {os.cpu_count()} CPUs shared by client, server and Redis, "
+            f"client process(es), server log level {args.log_level}; {os.cpu_count()} CPUs shared by client, "
+            f"server and Redis, "
             f"load average {os.getloadavg()[0]:.2f}")
 
 
@@ -955,6 +960,8 @@ def main() -> None:
                         default=set(RPCS), help="which measurements: " + ",".join(RPCS) + " (default all)")
     parser.add_argument("--server-metrics", action="store_true",
                         help="enable the server's metrics endpoints and print its per-call means")
+    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
+                        help="the server's GOSTOP_LOG_LEVEL (info: a JSON line per call, as by default)")
     parser.add_argument("--profile-server", metavar="FILE", default="",
                         help="run the server under cProfile and write its stats to FILE (slows it down)")
     args = parser.parse_args()
@@ -974,7 +981,7 @@ def main() -> None:
     runs: dict[int, list[Result]] = {}
     try:
         for workers in counts:
-            with services(args.store, args.server_metrics, profile, workers) as server:
+            with services(args.store, args.server_metrics, profile, workers, args.log_level) as server:
                 runs[workers] = asyncio.run(bench(args, server))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import re
 import time
@@ -340,3 +341,42 @@ def _fetch(url: str) -> str:
 
 
 
+
+# ------------------------------------------------------------------------ logs
+
+
+async def test_every_call_logs_one_json_line_with_its_context(service_redis: RedisServer) -> None:
+    """At the default level every finished call writes one JSON line: the RPC, its status code and
+    duration, and the game, seat and request id it was about (issue 3's list); a failed call is a
+    warning with the error's reason. Lines of other writers (the standard library's) stay whole."""
+    server = await start_process(service_redis.url, GOSTOP_LOG_LEVEL="info")
+    api = client(server.port)
+    try:
+        game = await api.create("standard", players=2, seed=77)
+        seat, view = await api.to_move(game)
+        await api.submit(game, seat, view.legal_actions[0].id, request_id="req-ok")
+        await expect(api.submit(game, seat, view.legal_actions[0].id, version=1, request_id="req-stale"),
+                     grpc.StatusCode.ABORTED)
+        await api.get(game, 1 - seat)
+    finally:
+        await api.channel.close()
+        server.stop()
+    text = server.log()
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    rpcs = [line for line in lines if line.get("event") == "rpc"]
+    by_request = {line.get("request_id"): line for line in rpcs if line["rpc"] == "SubmitAction"}
+    ok, stale = by_request["req-ok"], by_request["req-stale"]
+    assert ok["level"] == "info" and ok["code"] == "OK"
+    assert ok["game_id"] == game.id and ok["seat"] == seat
+    assert stale["level"] == "warning" and stale["code"] == "ABORTED" and stale["reason"] == "STALE_VERSION"
+    assert stale["game_id"] == game.id and stale["seat"] == seat
+    gets = [line for line in rpcs if line["rpc"] == "GetGame"]
+    # to_move reads the game as a spectator (no seat), then as the seat to move
+    assert [(g["game_id"], g.get("seat"), g["code"]) for g in gets] == [
+        (game.id, None, "OK"), (game.id, seat, "OK"), (game.id, 1 - seat, "OK")]
+    creates = [line for line in rpcs if line["rpc"] == "CreateGame"]
+    assert [(c["game_id"], c["preset"]) for c in creates] == [(game.id, "standard")]
+    for line in rpcs:
+        assert isinstance(line["duration_ms"], float) and line["duration_ms"] >= 0
+        assert line["timestamp"].endswith("Z")
+    assert '"stopped"' in text
