@@ -155,7 +155,7 @@ class ServerProcess:
 
     def __init__(
         self, redis_url: str, metrics: bool, profile: str = "", redis_pid: int | None = None, workers: int = 1,
-        log_level: str = "warning",
+        log_level: str = "info",
     ) -> None:
         if workers > 1 and not redis_url:
             raise ValueError("several server workers need Redis (--store redis)")
@@ -252,7 +252,7 @@ class ServerProcess:
 
 @contextlib.contextmanager
 def services(
-    store: str, metrics: bool, profile: str = "", workers: int = 1, log_level: str = "warning"
+    store: str, metrics: bool, profile: str = "", workers: int = 1, log_level: str = "info"
 ) -> Iterator[ServerProcess]:
     """A redis-server (for ``store == "redis"``) and a gostop server, stopped on the way out."""
     redis: RedisServer | None = None
@@ -960,8 +960,8 @@ def main() -> None:
                         default=set(RPCS), help="which measurements: " + ",".join(RPCS) + " (default all)")
     parser.add_argument("--server-metrics", action="store_true",
                         help="enable the server's metrics endpoints and print its per-call means")
-    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
-                        help="the server's GOSTOP_LOG_LEVEL (info: a JSON line per call, as by default)")
+    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
+                        help="the server's GOSTOP_LOG_LEVEL (default info, as deployed: a JSON line per call)")
     parser.add_argument("--profile-server", metavar="FILE", default="",
                         help="run the server under cProfile and write its stats to FILE (slows it down)")
     args = parser.parse_args()
