@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 from enum import Enum
 from operator import attrgetter
 from typing import Any, Final, cast
@@ -202,9 +203,29 @@ def event_from_json(text: str | bytes) -> ev.Event:
     return cast(ev.Event, event)
 
 
-def match_to_bytes(match: Match) -> bytes:
-    """Serialize a match (its current round included), with the format version."""
-    return encode({"format": FORMAT_VERSION, "match": match})
+def match_to_bytes(match: Match, plays: bytes | None = None) -> bytes:
+    """Serialize a match (its current round included), with the format version.
+
+    ``plays``, when given, is ``plays_json(match.round.plays)`` computed before (a round's plays
+    only grow, so a server extends the previous version's): the same bytes, without encoding
+    every play again.
+    """
+    if plays is None:
+        return encode({"format": FORMAT_VERSION, "match": match})
+    state = _encode_default(match.round)
+    state["plays"] = orjson.Fragment(b"[" + plays + b"]")
+    doc = _encode_default(match)
+    doc["round"] = state
+    return orjson.dumps({"format": FORMAT_VERSION, "match": doc}, default=_encode_default, option=_OPTIONS)
+
+
+def plays_json(plays: Sequence[PlayRecord], prefix: bytes = b"") -> bytes:
+    """The JSON of ``plays`` as the items of an array (comma-separated, no brackets), appended
+    to ``prefix`` (the same for the plays before them)."""
+    items = [encode(record) for record in plays]
+    if prefix:
+        items.insert(0, prefix)
+    return b",".join(items)
 
 
 def match_from_bytes(blob: bytes) -> Match:

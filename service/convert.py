@@ -287,9 +287,12 @@ def _legal_action_views() -> dict[int, bytes]:
 _LEGAL_VIEWS: Final = _legal_action_views()
 
 
-def view_to_pb(view: View, match: Match, game_id: str, version: int, out: pb.GameView | None = None) -> pb.GameView:
+def view_to_pb(
+    view: View, match: Match, game_id: str, version: int, out: pb.GameView | None = None, plays: bytes | None = None
+) -> pb.GameView:
     """A seat's (or spectator's) view of a game, with its legal actions and the match totals;
-    written into ``out`` (an empty message, e.g. a field of a response: no copy) if given."""
+    written into ``out`` (an empty message, e.g. a field of a response: no copy) if given.
+    ``plays``: the view's plays already encoded (``service.plays.RoundPlays.view``)."""
     if out is None:
         out = pb.GameView()
     out.game_id = game_id
@@ -309,9 +312,12 @@ def view_to_pb(view: View, match: Match, game_id: str, version: int, out: pb.Gam
         fill(out.seats.add(), seat)
     if view.pending is not None:
         fill(out.pending, view.pending)
-    if view.legal_actions:
-        # Merging serialized GameViews appends to their repeated fields: one parse for them all.
-        out.MergeFromString(b"".join([_LEGAL_VIEWS[action_id(a)] for a in view.legal_actions]))
+    # Merging serialized GameViews appends to their repeated fields: one parse for them all.
+    merged = [_LEGAL_VIEWS[action_id(a)] for a in view.legal_actions]
+    if plays:
+        merged.append(plays)
+    if merged:
+        out.MergeFromString(b"".join(merged))
     for payment in view.payments:
         fill(out.payments.add(), payment)
     if view.settlement is not None:
@@ -321,7 +327,7 @@ def view_to_pb(view: View, match: Match, game_id: str, version: int, out: pb.Gam
     out.go_seq, out.steps = view.go_seq, view.steps
     if view.turn is not None:
         fill(out.turn, view.turn)
-    if view.plays:
+    if view.plays and plays is None:
         add = out.plays.add
         for record in view.plays:
             fill(add(), record)

@@ -44,6 +44,7 @@ from .config import Config
 from .errors import ServiceError, denied, invalid, not_found, precondition, stale, unauthenticated
 from .metrics import Metrics
 from .pb.gostop.v1 import game_pb2 as pb
+from .plays import RoundPlays, round_plays
 from .store_api import Committed, Conflict, Duplicate, Missing, Store, StoreCorrupt, StoreUnavailable
 
 T = TypeVar("T")
@@ -113,7 +114,9 @@ class Games:
         self.auth = auth
         self.config = config
         self.metrics = metrics
-        self._cache: OrderedDict[str, tuple[int, Match]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[int, Match, RoundPlays | None]] = OrderedDict()
+        """The last committed (or read) version of each recent game, with its round's plays
+        encoded once that version was viewed or reached by a commit (``service.plays``)."""
         self._store_latency: dict[str, Any] = {}
         """The labelled store-latency histogram per operation (a labels() lookup per call is costly)."""
         self._views: OrderedDict[tuple[str, int], tuple[int, pb.GetGameResponse]] = OrderedDict()
@@ -135,10 +138,10 @@ class Games:
                 histogram = self._store_latency[op] = self.metrics.store_latency.labels(self.store.name, op)
             histogram.observe(time.perf_counter() - start)
 
-    def _remember(self, game_id: str, version: int, match: Match) -> None:
-        _bounded_put(self._cache, game_id, (version, match), self.config.snapshot_cache)
+    def _remember(self, game_id: str, version: int, match: Match, plays: RoundPlays | None = None) -> None:
+        _bounded_put(self._cache, game_id, (version, match, plays), self.config.snapshot_cache)
 
-    async def _load(self, game_id: str, expected: int | None = None) -> tuple[int, Match]:
+    async def _load(self, game_id: str, expected: int | None = None) -> tuple[int, Match, RoundPlays | None]:
         """The game at its latest version; the cached copy when it is at ``expected``."""
         if expected is not None:
             hit = self._cache.get(game_id)
@@ -156,7 +159,7 @@ class Games:
         except EngineError as exc:
             raise StoreCorrupt(str(exc)) from exc
         self._remember(game_id, snap.version, match)
-        return snap.version, match
+        return snap.version, match, None
 
     def _ttl_ms(self, match: Match) -> int:
         seconds = self.config.finished_ttl_seconds if match.finished else self.config.game_ttl_seconds
@@ -218,20 +221,25 @@ class Games:
     async def get(self, req: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
         _check_game_id(req.game_id)
         seat = seat_in(caller, req.game_id)
-        version, match = await self._load(req.game_id)
+        version, match, plays = await self._load(req.game_id)
         key = (req.game_id, -1 if seat is None else seat)
         hit = self._views.get(key)
         if hit is not None and hit[0] == version:
             return hit[1]
+        if plays is None:
+            plays = round_plays(match)
+            self._remember(req.game_id, version, match, plays)
         response = pb.GetGameResponse(version=version)
-        self._view(req.game_id, version, match, seat, response.view)
+        self._view(req.game_id, version, match, seat, response.view, plays)
         _bounded_put(self._views, key, (version, response), 2 * self.config.snapshot_cache)
         return response
 
-    def _view(self, game_id: str, version: int, match: Match, seat: int | None, out: pb.GameView) -> None:
+    def _view(
+        self, game_id: str, version: int, match: Match, seat: int | None, out: pb.GameView, plays: RoundPlays
+    ) -> None:
         if seat is not None and not 0 <= seat < match.rules.players:
             raise denied("NO_SUCH_SEAT", "the seat token names a seat this game does not have")
-        convert.view_to_pb(view(match.round, -1 if seat is None else seat), match, game_id, version, out)
+        convert.view_to_pb(view(match.round, -1 if seat is None else seat), match, game_id, version, out, plays.view)
 
     def _seat(self, caller: Caller, game_id: str) -> int:
         _check_game_id(game_id)
@@ -279,7 +287,7 @@ class Games:
         if len(request_id) > MAX_REQUEST_ID:
             raise invalid("REQUEST_ID_TOO_LONG", f"request_id is limited to {MAX_REQUEST_ID} characters")
         digest = hashlib.sha256(fingerprint.encode()).hexdigest()
-        version, match = await self._load(game_id, expected)
+        version, match, plays = await self._load(game_id, expected)
         if version != expected:
             if await self._replay(game_id, request_id, digest, result):
                 return
@@ -302,17 +310,18 @@ class Games:
         new_version = version + 1
         result.version = new_version
         result.events.extend(convert.event_to_pb(redact(e, seat)) for e in events)
-        self._view(game_id, new_version, new, seat, result.view)
+        new_plays = round_plays(new, plays)  # ``new`` is reached from ``match``: its plays extend
+        self._view(game_id, new_version, new, seat, result.view, new_plays)
         for e in events:
             if isinstance(e, RoundSettled):
                 result.settlement.CopyFrom(convert.settlement_to_pb(e.settlement))
         entry = _entry(new_version, kind, seat, action, request_id, events, new.finished)
         outcome = await self._timed("commit", self.store.commit(
-            game_id, expected, match_to_bytes(new), entry, self._ttl_ms(new), request_id, digest,
+            game_id, expected, match_to_bytes(new, new_plays.json), entry, self._ttl_ms(new), request_id, digest,
             response.SerializeToString() if request_id else b"",
         ))
         if isinstance(outcome, Committed):
-            self._remember(game_id, new_version, new)
+            self._remember(game_id, new_version, new, new_plays)
             self.metrics.actions.labels(_action_kind(action)).inc()
             self._count_round(new, events)
             return
@@ -354,7 +363,7 @@ class Games:
         viewer = -1 if seat is None else seat
         if req.after_version < 0:
             raise invalid("BAD_VERSION", "after_version must not be negative")
-        version, match = await self._load(req.game_id)
+        version, match, _ = await self._load(req.game_id)
         after = req.after_version
         if match.finished and after >= version:
             return  # nothing will ever come after the entry that finished the match
@@ -375,7 +384,7 @@ class Games:
     async def log(self, req: pb.GetGameLogRequest, caller: Caller) -> pb.GetGameLogResponse:
         _check_game_id(req.game_id)
         seat = seat_in(caller, req.game_id)
-        version, match = await self._load(req.game_id)
+        version, match, _ = await self._load(req.game_id)
         if not caller.operator and not (seat is not None and match.finished):
             raise denied("LOG_NOT_AVAILABLE",
                          "the full log is for operators, or for the seats once the match is over")

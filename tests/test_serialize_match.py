@@ -39,7 +39,7 @@ from engine import (
 from engine.cli import main
 from engine.events import Dealt
 from engine.rng import Rng
-from engine.serialize import encode, to_data
+from engine.serialize import encode, plays_json, to_data
 from engine.settlement import Settlement
 
 ALL_CONFIGS: list[tuple[str, int]] = [
@@ -509,6 +509,11 @@ def test_match_snapshots_round_trip(config: tuple[str, int]) -> None:
             back = match_from_bytes(blob)
             assert back == match
             assert match_to_bytes(back) == blob
+            # The plays encoded beforehand (a server extends the previous version's) change nothing.
+            assert match_to_bytes(match, plays_json(match.round.plays)) == blob
+            half = len(match.round.plays) // 2
+            early = plays_json(match.round.plays[:half])
+            assert match_to_bytes(match, plays_json(match.round.plays[half:], early)) == blob
             blobs.append(blob)
             match, _ = match_apply(match, random_policy(match.round, chooser))
         if match.finished:

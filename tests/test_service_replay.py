@@ -152,3 +152,43 @@ def test_view_conversion_writes_every_legal_action_and_seat_field(config: tuple[
             assert back == msg
         ids = legal_action_ids(state)
         match, _ = match_apply(match, action_from_id(rng.choice(ids)), state.to_move)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+def test_plays_encoded_version_by_version_match_a_fresh_encoding(config: tuple[str, int]) -> None:
+    """The server keeps each game's plays encoded and extends them at every commit
+    (``service.plays``): across the turns and rounds of a match, the views and snapshots built
+    from them are those built from nothing."""
+    from engine import legal_action_ids, match_apply, match_to_bytes, new_match, next_round
+    from engine.actions import action_from_id
+    from engine.serialize import plays_json
+    from service.plays import round_plays
+
+    name, players = config
+    rules = Rules.preset(name, players=players)
+    rng = random.Random(11)
+    match, _ = new_match(rules, 11, 2)
+    plays = round_plays(match)
+    seen_plays = 0
+    while True:
+        state = match.round
+        assert plays.round_no == match.round_no and plays.count == len(state.plays)
+        assert plays.json == plays_json(state.plays)
+        assert match_to_bytes(match, plays.json) == match_to_bytes(match)
+        for seat in range(-1, players):
+            seat_view = view(state, seat)
+            msg = convert.view_to_pb(seat_view, match, "g", 3, plays=plays.view)
+            assert msg == convert.view_to_pb(seat_view, match, "g", 3)
+            assert [(p.seat, p.action, tuple(p.floor), tuple(p.piles)) for p in msg.plays] == [
+                (p.seat, p.action, p.floor, p.piles) for p in state.plays
+            ]
+        seen_plays = max(seen_plays, len(state.plays))
+        if match.finished:
+            break
+        if state.over:
+            match, _ = next_round(match)
+        else:
+            ids = legal_action_ids(state)
+            match, _ = match_apply(match, action_from_id(rng.choice(ids)), state.to_move)
+        plays = round_plays(match, plays)
+    assert seen_plays >= 5
