@@ -107,6 +107,29 @@ async def test_unanswered_call_times_out_and_the_next_reconnects(redis_server: R
         await client.close()
 
 
+async def test_each_command_gets_its_own_timeout_from_when_it_was_sent(redis_server: RedisServer) -> None:
+    """One timer watches the oldest command in flight: a command answered in time never trips
+    it, a later one times out ``op_timeout`` after it was sent (not after the first command),
+    and the commands behind the one that timed out fail with ConnectionError."""
+    client = RespClient(HOST, redis_server.port, op_timeout=0.4)
+    loop = asyncio.get_running_loop()
+    try:
+        assert await client.call("PING") == b"PONG"
+        assert await client.call("BLPOP", "resp:slow", 0.2) is None  # half the timeout: in time
+        await asyncio.sleep(0.1)  # the BLPOP's deadline is 0.1 s away: it must not count for the next
+        sent = loop.time()
+        stuck = asyncio.ensure_future(client.call("BLPOP", "resp:never", 5))
+        behind = asyncio.ensure_future(client.call("PING"))
+        with pytest.raises(TimeoutError, match="0.4 s"):
+            await stuck
+        assert 0.35 <= loop.time() - sent < 2.0
+        with pytest.raises(ConnectionError, match="timed out"):
+            await behind
+        assert await client.call("PING") == b"PONG"  # a new connection
+    finally:
+        await client.close()
+
+
 async def test_unix_socket(tmp_path_factory: pytest.TempPathFactory) -> None:
     path = tmp_path_factory.mktemp("sock") / "redis.sock"
     with RedisServer("--unixsocket", str(path), "--unixsocketperm", "700"):
