@@ -115,7 +115,7 @@ async def test_each_command_gets_its_own_timeout_from_when_it_was_sent(redis_ser
     loop = asyncio.get_running_loop()
     try:
         assert await client.call("PING") == b"PONG"
-        assert await client.call("BLPOP", "resp:slow", 0.2) is None  # half the timeout: in time
+        assert await client.call("BLPOP", "resp:slow", "0.2") is None  # half the timeout: in time
         await asyncio.sleep(0.1)  # the BLPOP's deadline is 0.1 s away: it must not count for the next
         sent = loop.time()
         stuck = asyncio.ensure_future(client.call("BLPOP", "resp:never", 5))

@@ -262,7 +262,6 @@ async def test_tokens_are_hmac_signed_per_seat(keyed: Api) -> None:
         assert token == auth.issue(game.id, seat)
 
 
-
 @pytest.mark.parametrize("seat", ["\u00b2", "\u0663", "1\u2070", "", " 1"])
 def test_non_ascii_digit_seats_are_malformed_tokens(seat: str) -> None:
     """``str.isdigit`` accepts superscripts and other scripts' digits that ``int`` refuses."""
@@ -270,3 +269,23 @@ def test_non_ascii_digit_seats_are_malformed_tokens(seat: str) -> None:
     with pytest.raises(ServiceError) as caught:
         auth.caller((("authorization", f"Bearer gst1.game.{seat}.mac"),))
     assert caught.value.code is UNAUTHENTICATED
+
+
+def test_verified_tokens_are_remembered_within_a_bound() -> None:
+    """A token's signature is checked once and remembered (a client sends it with every call);
+    what is remembered is bounded, and a token that differs by one character is still refused."""
+    from service import auth as auth_module
+
+    auth = Authenticator(SECRET.encode())
+    other = Authenticator(b"another secret of the same length!")
+    tokens = [auth.issue(f"game{i}", i % 3) for i in range(auth_module._VERIFIED_MAX + 50)]
+    for i, token in enumerate(tokens):
+        for _ in range(2):  # verified, then remembered
+            caller = auth.caller((("authorization", f"Bearer {token}"),))
+            assert (caller.game_id, caller.seat) == (f"game{i}", i % 3)
+        assert len(auth._verified) <= auth_module._VERIFIED_MAX
+    for token in (tokens[-1], tokens[0]):
+        for bad in (token[:-1] + ("A" if token[-1] != "A" else "B"), other.issue("game0", 0)):
+            with pytest.raises(ServiceError) as caught:
+                auth.caller((("authorization", f"Bearer {bad}"),))
+            assert caught.value.code is UNAUTHENTICATED
