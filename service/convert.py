@@ -247,10 +247,19 @@ def action_label(action: Action) -> str:
 # ----------------------------------------------------------------------------- events
 
 def event_to_pb(event: Event) -> pb.Event:
+    kind = type(event)
+    name = _EVENT_FIELDS.get(kind)
+    if name is None:
+        name = _EVENT_FIELDS[kind] = _snake(kind.__name__)
     out = pb.Event()
-    fill(getattr(out, _snake(type(event).__name__)), event)
-    getattr(out, _snake(type(event).__name__)).SetInParent()
+    part = getattr(out, name)
+    fill(part, event)
+    part.SetInParent()  # set even when every field is at its default
     return out
+
+
+_EVENT_FIELDS: dict[type, str] = {}
+"""Per event type: its field of ``pb.Event`` (the type name in snake case)."""
 
 
 def settlement_to_pb(settlement: Settlement) -> pb.Settlement:
