@@ -14,7 +14,8 @@ each in-flight level:
   with random legal actions, at the expected version and with a request id; a worker mirrors its
   game with the engine from the game's seed (CreateGame takes one), so it knows the next seat's
   legal actions without a GetGame per action; when a round ends the worker takes the next game
-  created beforehand, or creates one. Only SubmitAction calls are counted, and the rounds whose
+  created beforehand (enough for the window by default, ``--games``), or creates one. Only
+  SubmitAction calls are counted, and the rounds whose
   last action ended inside the window give the whole games per second played through the service;
 - ``GetGame``: a seat's view of one of those games.
 
@@ -40,6 +41,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import math
 import multiprocessing
 import os
 import random
@@ -77,6 +79,11 @@ GOAL_P99_MS = 5.0
 GOAL_WORKERS = 2
 GOAL_WORKERS_RATIO = 1.6
 CALL_TIMEOUT = 10.0
+GAMES_PER_SECOND = 150
+"""Games created before each SubmitAction run, per second of warm-up and window (``--games auto``):
+above the 80-100 rounds a second one server plays here, so that the window measures SubmitAction
+alone. A run that outpaces them creates more inline (CreateGame calls that the server serves
+inside the window, uncounted: 128 games made them ~4 % of its CPU at 8 in flight) and says how many."""
 """Deadline of every call (seconds): a stalled server fails the call instead of hanging the run."""
 TOKEN_SECRET = "bench-service-token-secret-0123456789"
 CHANNEL_OPTIONS = (("grpc.use_local_subchannel_pool", 1),)
@@ -955,7 +962,9 @@ def main() -> None:
                         help="gRPC channels (one TCP connection each) the client spreads calls over")
     parser.add_argument("--client-processes", type=int, default=1,
                         help="OS processes the load generator runs in (the in-flight calls spread over them)")
-    parser.add_argument("--games", type=int, default=128, help="games created before each SubmitAction run")
+    parser.add_argument("--games", type=int, default=0,
+                        help="games created before each SubmitAction run (default: enough for the warm-up and "
+                             f"window at {GAMES_PER_SECOND} games/s)")
     parser.add_argument("--rpcs", type=lambda t: {x.strip() for x in t.split(",") if x.strip()},
                         default=set(RPCS), help="which measurements: " + ",".join(RPCS) + " (default all)")
     parser.add_argument("--server-metrics", action="store_true",
@@ -965,8 +974,10 @@ def main() -> None:
     parser.add_argument("--profile-server", metavar="FILE", default="",
                         help="run the server under cProfile and write its stats to FILE (slows it down)")
     args = parser.parse_args()
-    if args.seconds <= 0 or args.warmup < 0 or not 1 <= args.channels <= 64 or args.games < 1:
-        parser.error("need --seconds > 0, --warmup >= 0, 1 <= --channels <= 64 and --games >= 1")
+    if args.seconds <= 0 or args.warmup < 0 or not 1 <= args.channels <= 64 or args.games < 0:
+        parser.error("need --seconds > 0, --warmup >= 0, 1 <= --channels <= 64 and --games >= 0")
+    if not args.games:
+        args.games = max(128, math.ceil(GAMES_PER_SECOND * (args.warmup + args.seconds)))
     if not 1 <= args.client_processes <= 16 or not 1 <= args.server_workers <= 64:
         parser.error("need 1 <= --client-processes <= 16 and 1 <= --server-workers <= 64")
     if not args.rpcs or not args.rpcs <= set(RPCS):
