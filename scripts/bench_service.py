@@ -80,12 +80,12 @@ GOAL_P99_MS = 5.0
 GOAL_WORKERS = 2
 GOAL_WORKERS_RATIO = 1.6
 CALL_TIMEOUT = 10.0
+"""Deadline of every call (seconds): a stalled server fails the call instead of hanging the run."""
 GAMES_PER_SECOND = 150
-"""Games created before each SubmitAction run, per second of warm-up and window (``--games auto``):
+"""Games created before each SubmitAction run, per second of warm-up and window (the default of ``--games``):
 above the 80-100 rounds a second one server plays here, so that the window measures SubmitAction
 alone. A run that outpaces them creates more inline (CreateGame calls that the server serves
 inside the window, uncounted: 128 games made them ~4 % of its CPU at 8 in flight) and says how many."""
-"""Deadline of every call (seconds): a stalled server fails the call instead of hanging the run."""
 TOKEN_SECRET = "bench-service-token-secret-0123456789"
 CHANNEL_OPTIONS = (("grpc.use_local_subchannel_pool", 1),)
 """Each channel keeps its own connection: by default gRPC shares one TCP connection among the

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from engine import Match
 from engine.serialize import plays_json
 
+from .convert import fill
 from .pb.gostop.v1 import game_pb2 as pb
 
 
@@ -44,8 +45,5 @@ def round_plays(match: Match, before: RoundPlays | None = None) -> RoundPlays:
     message = pb.GameView()
     add = message.plays.add
     for record in new:
-        out = add()
-        out.seat, out.action = record.seat, record.action
-        out.floor.extend(record.floor)
-        out.piles.extend(record.piles)
+        fill(add(), record)
     return RoundPlays(match.round_no, len(plays), view + message.SerializeToString(), plays_json(new, json))

@@ -62,6 +62,7 @@ _SIBLING: Final = tuple(
 )
 """For each card, another card of its month (to ask greedy about a hand holding a pair)."""
 
+
 def _from_hand(record: PlayRecord) -> tuple[int, ...]:
     """The hand cards a play used: the card played, or a 폭탄's three (the month's cards that
     were not on the floor); none for a 빈 내기."""
