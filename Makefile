@@ -146,7 +146,8 @@ bench-native: native
 # Every benchmark, each printing its table: the engine (scripts/bench.py; ARGS go to it); the
 # service over loopback with the Python load generator at 1, 8, 32 and 64 in flight, and four more
 # Health/SubmitAction pairs at 8 whose medians the goals are checked on
-# (scripts/bench_service.py; SERVICE_ARGS); the same with ghz (scripts/bench_ghz.py; GHZ_ARGS);
+# (scripts/bench_service.py; SERVICE_ARGS); the same pairs against a server with no domain work (the
+# bound any faster engine, view or snapshot code could reach: scripts/domain_free_server.py); the same with ghz (scripts/bench_ghz.py; GHZ_ARGS);
 # and 1 against 2 server worker processes (bench_service.py --compare-workers; WORKERS_ARGS). The
 # service benchmarks start their own redis-server and server. BENCH_SECONDS is each measurement's
 # window (3 s keeps the whole run within about five minutes; more steadies the figures), e.g.
@@ -163,6 +164,8 @@ $(GHZ):
 bench: $(PB) redis-server $(GHZ)
 	$(PY) scripts/bench.py $(ARGS)
 	$(PY) scripts/bench_service.py --inflight 1,8,32,64 --goal-pairs 4 --seconds $(BENCH_SECONDS) \
+		--warmup $(BENCH_WARMUP) $(SERVICE_ARGS)
+	$(PY) scripts/bench_service.py --domain-free --inflight 8 --goal-pairs 4 --seconds $(BENCH_SECONDS) \
 		--warmup $(BENCH_WARMUP) $(SERVICE_ARGS)
 	$(PY) scripts/bench_ghz.py --ghz $(GHZ) --seconds $(BENCH_SECONDS) $(GHZ_ARGS)
 	$(PY) scripts/bench_service.py --compare-workers 1,2 --inflight 64 --channels 8 \

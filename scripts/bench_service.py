@@ -163,12 +163,15 @@ class ServerProcess:
 
     def __init__(
         self, redis_url: str, metrics: bool, profile: str = "", redis_pid: int | None = None, workers: int = 1,
-        log_level: str = "info",
+        log_level: str = "info", domain_free: bool = False,
     ) -> None:
         if workers > 1 and not redis_url:
             raise ValueError("several server workers need Redis (--store redis)")
         if workers > 1 and profile:
             raise ValueError("--profile-server profiles a single server process (not with several workers)")
+        if workers > 1 and domain_free:
+            raise ValueError("--domain-free runs a single server process (not with several workers)")
+        self.domain_free = domain_free
         self.redis_url = redis_url
         self.redis_pid = redis_pid
         self.metrics = metrics
@@ -202,8 +205,9 @@ class ServerProcess:
         )
         self._log = tempfile.TemporaryFile(prefix="gostop-bench-server-")  # noqa: SIM115 (closed by stop)
         profiler = ["-m", "cProfile", "-o", self.profile] if self.profile else []
+        program = [str(ROOT / "scripts" / "domain_free_server.py")] if self.domain_free else ["-m", "service"]
         argv = [
-            sys.executable, *profiler, "-m", "service", "serve", "--listen", self.target,
+            sys.executable, *profiler, *program, "serve", "--listen", self.target,
             "--metrics-port", str(self.metrics_port), "--workers", str(self.workers),
         ]  # fmt: skip
         self.process = subprocess.Popen(
@@ -260,7 +264,8 @@ class ServerProcess:
 
 @contextlib.contextmanager
 def services(
-    store: str, metrics: bool, profile: str = "", workers: int = 1, log_level: str = "info"
+    store: str, metrics: bool, profile: str = "", workers: int = 1, log_level: str = "info",
+    domain_free: bool = False,
 ) -> Iterator[ServerProcess]:
     """A redis-server (for ``store == "redis"``) and a gostop server, stopped on the way out."""
     redis: RedisServer | None = None
@@ -271,7 +276,7 @@ def services(
             redis = RedisServer().start()
             redis_url = redis.url
         redis_pid = redis.process.pid if redis and redis.process else None
-        server = ServerProcess(redis_url, metrics, profile, redis_pid, workers, log_level)
+        server = ServerProcess(redis_url, metrics, profile, redis_pid, workers, log_level, domain_free)
         server.start()
         yield server
     finally:
@@ -473,7 +478,9 @@ class Games:
         return await self.create()
 
 
-def submit_worker(games: Games, tag: str) -> Worker:
+def submit_worker(games: Games, tag: str, verify: bool = True) -> Worker:
+    """``verify``: check each answer's next seat against the worker's mirror of the game (off for
+    ``--domain-free``, whose server does not move its games)."""
     stub = games.stub
 
     async def worker(index: int, clock: Clock, out: Tally) -> None:
@@ -502,7 +509,7 @@ def submit_worker(games: Games, tag: str) -> Worker:
             game.version = response.result.version
             if game.state.over:
                 out.rounds += inside
-            elif response.result.view.to_move != game.state.to_move:
+            elif verify and response.result.view.to_move != game.state.to_move:
                 raise RuntimeError(f"game {game.game_id}: the server and the local mirror disagree")
 
     return worker
@@ -561,8 +568,11 @@ class LoadGen:
     """The load of one client process: its channels, a game pool per channel, and the workers of
     one measurement spread over the channels."""
 
-    def __init__(self, target: str, channels: int, games: int, seed: int, balance: Balance | None = None) -> None:
+    def __init__(
+        self, target: str, channels: int, games: int, seed: int, balance: Balance | None = None, verify: bool = True,
+    ) -> None:
         self.target = target
+        self.verify = verify
         self.balance = balance
         self.count = channels
         self.games = games
@@ -610,7 +620,7 @@ class LoadGen:
             workers = [(n, health_worker(health_pb2_grpc.HealthStub(c)))
                        for n, c in zip(self.per, self.channels, strict=True)]
         elif rpc == "submit":
-            workers = [(n, submit_worker(pool, f"{self.tag}-c{i}"))
+            workers = [(n, submit_worker(pool, f"{self.tag}-c{i}", self.verify))
                        for i, (n, pool) in enumerate(zip(self.per, self.pools, strict=True))]
         else:
             workers = [(n, get_worker(pool)) for n, pool in zip(self.per, self.pools, strict=True)]
@@ -623,13 +633,13 @@ class LoadGen:
 
 
 def _client_process(
-    conn: Connection, target: str, channels: int, games: int, seed: int, balance: Balance | None
+    conn: Connection, target: str, channels: int, games: int, seed: int, balance: Balance | None, verify: bool
 ) -> None:
     """A client process (``--client-processes``): runs the parent's commands on its own LoadGen."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C and stops the children
 
     async def serve() -> None:
-        load = LoadGen(target, channels, games, seed, balance)
+        load = LoadGen(target, channels, games, seed, balance, verify)
         await load.open()
         loop = asyncio.get_running_loop()
         try:
@@ -653,8 +663,11 @@ class Clients:
     """The load generator: one LoadGen in this process, or one in each of ``processes`` child
     processes (spawned, each with its own event loop, channels and games), driven in step."""
 
-    def __init__(self, target: str, channels: int, processes: int, games: int, balance: Balance | None) -> None:
+    def __init__(
+        self, target: str, channels: int, processes: int, games: int, balance: Balance | None, verify: bool = True,
+    ) -> None:
         self.target = target
+        self.verify = verify
         self.balance = balance
         self.processes = processes
         self.channels = spread(max(channels, processes), processes)
@@ -665,7 +678,8 @@ class Clients:
 
     async def open(self) -> None:
         if self.processes == 1:
-            self.local = LoadGen(self.target, self.channels[0], self.games, seed=1, balance=self.balance)
+            self.local = LoadGen(self.target, self.channels[0], self.games, seed=1, balance=self.balance,
+                                 verify=self.verify)
             await self.local.open()
             return
         context = multiprocessing.get_context("spawn")
@@ -673,7 +687,8 @@ class Clients:
             parent, child = context.Pipe()
             process = context.Process(
                 target=_client_process,
-                args=(child, self.target, channels, self.games // self.processes + 1, i + 1, self.balance),
+                args=(child, self.target, channels, self.games // self.processes + 1, i + 1, self.balance,
+                      self.verify),
                 daemon=True,
             )
             process.start()
@@ -816,7 +831,7 @@ async def bench(args: argparse.Namespace, server: ServerProcess) -> list[Result]
     await wait_serving(server)
     balance = Balance(server.port, tuple(server.worker_pids()), max(args.channels, args.client_processes))
     clients = Clients(server.target, args.channels, args.client_processes, args.games,
-                      balance if server.workers > 1 else None)
+                      balance if server.workers > 1 else None, verify=not args.domain_free)
     try:
         await clients.open()
         results: list[Result] = []
@@ -837,7 +852,8 @@ async def bench(args: argparse.Namespace, server: ServerProcess) -> list[Result]
 
 
 def header(args: argparse.Namespace, workers: int) -> str:
-    return (f"gostop service over loopback, store {args.store}, {workers} server worker process(es), "
+    bound = " WITH NO DOMAIN WORK (scripts/domain_free_server.py: a bound, not the service)" if args.domain_free else ""
+    return (f"gostop service{bound} over loopback, store {args.store}, {workers} server worker process(es), "
             f"{args.seconds:g} s per measurement, {args.channels} channel(s) from {args.client_processes} "
             f"client process(es), server log level {args.log_level}; {os.cpu_count()} CPUs shared by client, "
             f"server and Redis, "
@@ -884,6 +900,7 @@ def report(everything: Sequence[Result], args: argparse.Namespace, workers: int 
         return
     submit = goal[0]
     p99 = submit.quantile_ms(0.99)
+    goal_label = "bound with no domain work (not the service)" if args.domain_free else "goal"
     if ceilings.get(GOAL_INFLIGHT):
         ratio = submit.rate / ceilings[GOAL_INFLIGHT]
         if pairs:
@@ -897,11 +914,11 @@ def report(everything: Sequence[Result], args: argparse.Namespace, workers: int 
                   f"Health/Check then SubmitAction): shares {' '.join(f'{x:.0%}' for x in ratios)}; "
                   f"p99 {' '.join(f'{x:.2f}' for x in tails)} ms; the goals below use the medians")
             ratio, p99 = statistics.median(ratios), statistics.median(tails)
-        print(f"goal: SubmitAction >= {GOAL_SHARE:.0%} of the Health ceiling at {GOAL_INFLIGHT} in flight: "
+        print(f"{goal_label}: SubmitAction >= {GOAL_SHARE:.0%} of the Health ceiling at {GOAL_INFLIGHT} in flight: "
               f"{ratio:.0%} -> {'met' if ratio >= GOAL_SHARE else 'not met'}")
     else:
-        print("goal: SubmitAction share of the Health ceiling: n/a (Health/Check not measured)")
-    print(f"goal: SubmitAction p99 <= {GOAL_P99_MS:g} ms at {GOAL_INFLIGHT} in flight: "
+        print(f"{goal_label}: SubmitAction share of the Health ceiling: n/a (Health/Check not measured)")
+    print(f"{goal_label}: SubmitAction p99 <= {GOAL_P99_MS:g} ms at {GOAL_INFLIGHT} in flight: "
           f"{p99:.2f} ms -> {'met' if p99 <= GOAL_P99_MS else 'not met'}")
 
 
@@ -997,6 +1014,10 @@ def main() -> None:
                         help=f"measure Health/Check and SubmitAction at {GOAL_INFLIGHT} in flight N more times "
                              "(alternately) and check the goals on the medians: one window's ceiling varies "
                              "by ±10%% on a shared machine")
+    parser.add_argument("--domain-free", action="store_true",
+                        help="measure a bound instead of the service: the server of scripts/domain_free_server.py, "
+                             "whose SubmitActions after a game's first skip the engine step, view, events and "
+                             "snapshot and commit that first turn's bytes again (everything else as served)")
     parser.add_argument("--profile-server", metavar="FILE", default="",
                         help="run the server under cProfile and write its stats to FILE (slows it down)")
     args = parser.parse_args()
@@ -1013,6 +1034,8 @@ def main() -> None:
     counts = args.compare_workers or [args.server_workers]
     if max(counts) > 1 and args.store != "redis":
         parser.error("several server workers need --store redis (the memory store lives in one process)")
+    if args.domain_free and max(counts) > 1:
+        parser.error("--domain-free runs a single server process (not with several workers)")
     if args.profile_server and max(counts) > 1:
         parser.error("--profile-server profiles a single server process (not with several workers)")
     profile = str(Path(args.profile_server).resolve()) if args.profile_server else ""
@@ -1020,7 +1043,8 @@ def main() -> None:
     runs: dict[int, list[Result]] = {}
     try:
         for workers in counts:
-            with services(args.store, args.server_metrics, profile, workers, args.log_level) as server:
+            with services(args.store, args.server_metrics, profile, workers, args.log_level,
+                          args.domain_free) as server:
                 runs[workers] = asyncio.run(bench(args, server))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
