@@ -150,7 +150,7 @@ bench-native: native
 # bound any faster engine, view or snapshot code could reach: scripts/domain_free_server.py); the same with ghz (scripts/bench_ghz.py; GHZ_ARGS);
 # and 1 against 2 server worker processes (bench_service.py --compare-workers; WORKERS_ARGS). The
 # service benchmarks start their own redis-server and server. BENCH_SECONDS is each measurement's
-# window (3 s keeps the whole run within about five minutes; more steadies the figures), e.g.
+# window (3 s keeps the whole run within about seven minutes; more steadies the figures), e.g.
 # make bench BENCH_SECONDS=10 SERVICE_ARGS="--server-metrics" WORKERS_ARGS="--client-processes 1".
 # ghz (Go module) is built into .tools/bin at a pinned version, for this target only.
 GHZ := .tools/bin/ghz
