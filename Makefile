@@ -165,8 +165,8 @@ bench: $(PB) redis-server $(GHZ)
 	$(PY) scripts/bench.py $(ARGS)
 	$(PY) scripts/bench_service.py --inflight 1,8,32,64 --goal-pairs 4 --seconds $(BENCH_SECONDS) \
 		--warmup $(BENCH_WARMUP) $(SERVICE_ARGS)
-	$(PY) scripts/bench_service.py --domain-free --inflight 8 --goal-pairs 4 --seconds $(BENCH_SECONDS) \
-		--warmup $(BENCH_WARMUP) $(SERVICE_ARGS)
+	$(PY) scripts/bench_service.py --domain-free --inflight 8 --rpcs health,submit --goal-pairs 4 \
+		--seconds $(BENCH_SECONDS) --warmup $(BENCH_WARMUP) $(SERVICE_ARGS)
 	$(PY) scripts/bench_ghz.py --ghz $(GHZ) --seconds $(BENCH_SECONDS) $(GHZ_ARGS)
 	$(PY) scripts/bench_service.py --compare-workers 1,2 --inflight 64 --channels 8 \
 		--client-processes 2 --seconds $(BENCH_SECONDS) --warmup $(BENCH_WARMUP) $(WORKERS_ARGS)
