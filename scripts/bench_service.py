@@ -24,7 +24,11 @@ SubmitAction as a percentage of the Health ceiling, the CPU that client, server 
 during each window (from ``/proc``; the server's is the sum over the supervisor and its workers)
 and the server's CPU per call, then the goal check at 8 in flight. ``--server-metrics`` adds the
 server's own per-call means (RPC and store operations) from its Prometheus endpoints;
-``--profile-server FILE`` runs a single server under cProfile.
+``--profile-server FILE`` runs a single server under cProfile. ``--domain-free`` measures a bound
+instead of the service: the server of ``scripts/domain_free_server.py``, whose SubmitActions after
+a game's first skip the turn's domain work (engine step, view, events, log entry, snapshot) and
+commit that first turn's bytes again, so that its figures are what any faster domain code could
+reach at most.
 
 ``--compare-workers 1,2`` runs the whole measurement once per worker count, each against a fresh
 server, and prints the throughput ratio of each count to the first (issue 7's goal: at least 1.6x
