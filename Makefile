@@ -146,8 +146,9 @@ bench-native: native
 # Every benchmark, each printing its table: the engine (scripts/bench.py; ARGS go to it); the
 # service over loopback with the Python load generator at 1, 8, 32 and 64 in flight, and four more
 # Health/SubmitAction pairs at 8 whose medians the goals are checked on
-# (scripts/bench_service.py; SERVICE_ARGS); the same pairs against a server with no domain work (the
-# bound any faster engine, view or snapshot code could reach: scripts/domain_free_server.py); the same with ghz (scripts/bench_ghz.py; GHZ_ARGS);
+# (scripts/bench_service.py; SERVICE_ARGS); the same pairs against a server with no domain work
+# (the bound any faster engine, view or snapshot code could reach: scripts/domain_free_server.py);
+# the same with ghz (scripts/bench_ghz.py; GHZ_ARGS);
 # and 1 against 2 server worker processes (bench_service.py --compare-workers; WORKERS_ARGS). The
 # service benchmarks start their own redis-server and server. BENCH_SECONDS is each measurement's
 # window (3 s keeps the whole run within about seven minutes; more steadies the figures), e.g.
