@@ -13,7 +13,7 @@ from .errors import IllegalAction, RoundOver
 from .events import Event
 from .game import Deal, apply, new_round
 from .rng import Rng
-from .rules import Rules
+from .rules import TOTAL_MAX, Rules
 from .state import State
 
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -84,11 +84,26 @@ def match_apply(match: Match, action: Action, seat: int | None = None) -> tuple[
 
 
 def next_round(match: Match) -> tuple[Match, list[Event]]:
-    """Deal the next round: winner leads (선 stays after 나가리), carry applied."""
+    """Deal the next round: winner leads (선 stays after 나가리), carry applied.
+
+    An open-ended match ends for good (``MATCH_TOTAL_LIMIT``) when the next round could carry a
+    running total of points or money past the int64 the wire holds: a round moves at most
+    ``rules.round_points_bound`` points per seat, so totals never overflow, whatever the number of
+    rounds.
+    """
     if not match.round.over:
         raise IllegalAction("the current round is not over", code="ROUND_IN_PROGRESS")
     if match.finished:
         raise RoundOver("the match is over")
+    bound = match.rules.round_points_bound
+    money_bound = bound * match.rules.point_value
+    if any(abs(p) > TOTAL_MAX - bound for p in match.points) or any(
+        abs(m) > TOTAL_MAX - money_bound for m in match.money
+    ):
+        raise IllegalAction(
+            "the match's running totals are too close to the int64 limit for another round",
+            code="MATCH_TOTAL_LIMIT",
+        )
     last = match.round.settlement
     assert last is not None
     dealer = last.winner if last.winner >= 0 else match.round.dealer

@@ -9,10 +9,13 @@ object, so an impossible combination never reaches the engine.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
+from .cards import deck
 from .errors import InvalidRules
+from .scoring import go_score, score
 
 GoScoring = Literal["standard", "additive"]
 """``standard``: 1고 B+1, 2고 B+2, n≥3 (B+2)×2^(n−2). ``additive``: B+n, ×2^(n−2) when n≥3."""
@@ -36,6 +39,24 @@ PRESET_PLAYERS: Final[dict[str, tuple[int, ...]]] = {
 """Player counts each preset's seed describes; the first is the default."""
 
 _LAST_TURN_EVENTS: Final = frozenset(get_args(LastTurnEvent))
+
+POINTS_MAX: Final = 1_000_000
+"""Largest value of a rule that is a number of points (payments, prices, instant wins)."""
+COUNT_MAX: Final = 100
+"""Largest value of a rule that counts cards or turns (a round has at most 51 cards and 10 turns)."""
+ROUND_MONEY_MAX: Final = (1 << 53) - 1
+"""The most money one round may move to or from a seat: ``round_points_bound × point_value``
+stays within it, so a round's money fits an int64 and also a JavaScript number exactly."""
+TOTAL_MAX: Final = (1 << 63) - 1
+"""The wire's int64: no running total of a match (points or money) may pass it."""
+_LIMITS: Final[dict[str, int]] = {
+    "go_threshold": POINTS_MAX, "meongbak_min_yeol": COUNT_MAX, "pibak_max_pi": COUNT_MAX,
+    "chongtong_points": POINTS_MAX, "three_ppeok_points": POINTS_MAX, "first_ttadak_payment": POINTS_MAX,
+    "heodang_turns": COUNT_MAX, "heodang_points": POINTS_MAX, "gwang_sale_price": POINTS_MAX,
+    "point_value": ROUND_MONEY_MAX,
+}
+"""Upper bound of each numeric rule that is not a small choice (players, bonus_cards): what the
+wire's int32 fields and the settlement's arithmetic carry with room to spare."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +164,23 @@ class Rules:
     def playing_seats(self) -> int:
         """Seats that play a round (4 players: one sits out)."""
         return 3 if self.players == 4 else self.players
+
+    @property
+    def round_points_bound(self) -> int:
+        """An upper bound of the points any one seat can win or lose in one round under these rules.
+
+        Derived from the rules alone, never from a deal (so it holds for every round): the base
+        score of the whole deck (every category is at its largest with every card), a go on each of
+        the seat's turns, every multiplier of the winner and of a loser at once, each loser's bill
+        (three players: one loser may pay both), and every instant payment every seat could make.
+        The rules' validation keeps ``round_points_bound × point_value`` within ``ROUND_MONEY_MAX``.
+
+        >>> Rules.preset("standard").round_points_bound
+        35127316
+        >>> Rules.preset("standard").round_points_bound * 100 < ROUND_MONEY_MAX
+        True
+        """
+        return _round_points_bound(self)
 
     @staticmethod
     def preset(name: str, players: int | None = None, **overrides: Any) -> Rules:
@@ -270,6 +308,29 @@ _CHOICES: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
+@functools.cache
+def _deck_score(bonus_cards: int, sseul: int) -> int:
+    """The largest base score of a pile holding the whole deck (국진 either way) and ``sseul`` 쓸."""
+    cards = deck(bonus_cards)
+    return max(score(cards, converted, sseul).total for converted in (False, True))
+
+
+def _round_points_bound(r: Rules) -> int:
+    turns = r.hand_size  # a hand never grows, and each turn plays at least one of its cards
+    base = _deck_score(r.bonus_cards, turns if r.sseul_mode == "point" else 0)
+    go_max = max(max(go_score(base, gos, r.go_scoring) for gos in range(turns + 1)), r.go_threshold)
+    declarations = turns // 3 if r.shake_bomb else 0  # each 흔들기 / 폭탄 takes three cards of a month
+    winner_mult = (1 << declarations) * 2 * 2  # 흔들기/폭탄, 멍박, 나가리 carry
+    loser_mult = 2 * 2 * 2 * (1 << declarations)  # 피박, 광박, 고박, own 흔들기/폭탄
+    fixed = max(r.chongtong_points, r.three_ppeok_points, r.heodang_points) * 2  # × carry
+    bill = max(go_max * winner_mult * loser_mult, fixed)
+    playing = 3 if r.players == 4 else r.players
+    bills = (playing - 1) * bill
+    instant = playing * (playing - 1) * (sum(r.ppeok_payments) + r.first_ttadak_payment)
+    sale = r.gwang_sale_price * turns * playing
+    return bills + instant + sale
+
+
 def _validate(r: Rules) -> None:
     if not isinstance(r.name, str) or not r.name:
         raise InvalidRules("name", "must be a non-empty string")
@@ -279,6 +340,9 @@ def _validate(r: Rules) -> None:
             raise InvalidRules(name, f"must be an integer, not {value!r}")
         if value < 0:
             raise InvalidRules(name, f"must not be negative, not {value}")
+        limit = _LIMITS.get(name)
+        if limit is not None and value > limit:
+            raise InvalidRules(name, f"must be at most {limit:,}, not {value:,}")
     for name in _BOOL_FIELDS:
         if not isinstance(getattr(r, name), bool):
             raise InvalidRules(name, f"must be true or false, not {getattr(r, name)!r}")
@@ -303,6 +367,8 @@ def _validate(r: Rules) -> None:
         raise InvalidRules("ppeok_payments", "must be a list of non-negative integers")
     if len(r.ppeok_payments) > 3:
         raise InvalidRules("ppeok_payments", "at most three payments (첫뻑, 2연뻑, 3연뻑)")
+    if any(p > POINTS_MAX for p in r.ppeok_payments):
+        raise InvalidRules("ppeok_payments", f"each payment must be at most {POINTS_MAX:,}")
     if not r.shake_bomb and r.shake_bomb_when_losing:
         raise InvalidRules("shake_bomb_when_losing", "needs shake_bomb")
     if r.three_ppeok == "win" and r.three_ppeok_points < 1:
@@ -322,3 +388,10 @@ def _validate(r: Rules) -> None:
     dealt = r.hand_size * r.players + r.floor_size
     if dealt > r.deck_size:
         raise InvalidRules("players", f"{r.players} players need {dealt} cards; the deck has {r.deck_size}")
+    if r.point_value and _round_points_bound(r) * r.point_value > ROUND_MONEY_MAX:
+        most = ROUND_MONEY_MAX // _round_points_bound(r)
+        raise InvalidRules(
+            "point_value",
+            f"at most {most:,} with these rules: a round can move up to {_round_points_bound(r):,} points, "
+            f"and a round's money must stay within {ROUND_MONEY_MAX:,}",
+        )

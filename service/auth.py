@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,6 +19,19 @@ from .errors import denied, unauthenticated
 _PREFIX = "gst1"
 _VERIFIED_MAX = 8192
 """Seat tokens remembered as verified (a client sends its token with every call)."""
+_TOKEN = re.compile(r"gst1\.([A-Za-z0-9_-]{1,64})\.(0|[1-9][0-9]?)\.([A-Za-z0-9_-]{43})")
+"""The one canonical form of a seat token: the prefix, a game id, a seat number without leading
+zeros (at most two digits: tables have at most four seats) and the unpadded base64url of a
+32-byte MAC. Matched with ``fullmatch``, so no alias (``00``, ``+0``, a trailing newline) and no
+number too big for the logs or the wire gets through."""
+_MAX_CREDENTIAL = 1024
+"""Longest API key or token considered (longer ones are refused before any comparison)."""
+
+
+def _as_bytes(value: str | bytes) -> bytes:
+    """Header bytes to compare: ``compare_digest`` refuses ``str`` with non-ASCII characters, so
+    every credential is compared as bytes (text as UTF-8, lone surrogates kept)."""
+    return value if isinstance(value, bytes) else value.encode("utf-8", "surrogateescape")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +49,8 @@ class Authenticator:
         if len(secret) < 16:
             raise ValueError("the token secret must be at least 16 bytes")
         self._secret = secret
-        self._api_keys = tuple(k for k in api_keys if k)
-        self._operator_keys = tuple(k for k in operator_keys if k)
+        self._api_keys = tuple(_as_bytes(k) for k in api_keys if k)
+        self._operator_keys = tuple(_as_bytes(k) for k in operator_keys if k)
         self._verified: dict[str, tuple[str, int]] = {}
         """Token → (game id, seat) of tokens whose signature was checked (an HMAC costs ~5 µs)."""
 
@@ -53,36 +67,45 @@ class Authenticator:
         return f"{_PREFIX}.{game_id}.{seat}.{self._sign(game_id, seat)}"
 
     def caller(self, metadata: Sequence[tuple[str, str | bytes]]) -> Caller:
-        """Identify the caller from request metadata; UNAUTHENTICATED for a bad credential."""
-        token = key = None
+        """Identify the caller from request metadata; UNAUTHENTICATED for a bad credential.
+
+        Every byte of the metadata is the caller's: whatever it holds ends in a
+        ``ServiceError``, never in another exception.
+        """
+        token: bytes | None = None
+        key: bytes | None = None
         for name, value in metadata:
-            text = value.decode() if isinstance(value, bytes) else value
+            raw = _as_bytes(value)
             if name == "authorization":
-                if not text.startswith("Bearer "):
+                if not raw.startswith(b"Bearer "):
                     raise unauthenticated("authorization must be 'Bearer <seat token>'")
-                token = text[len("Bearer "):].strip()
+                token = raw[len(b"Bearer "):].strip()
             elif name == "x-api-key":
-                key = text.strip()
+                key = raw.strip()
         api = operator = False
         if key is not None:
-            operator = any(hmac.compare_digest(key, k) for k in self._operator_keys)
-            api = operator or any(hmac.compare_digest(key, k) for k in self._api_keys)
+            if not (self._api_keys or self._operator_keys):
+                raise unauthenticated("this server has no API keys configured: call without x-api-key")
+            if len(key) <= _MAX_CREDENTIAL:
+                operator = any(hmac.compare_digest(key, k) for k in self._operator_keys)
+                api = operator or any(hmac.compare_digest(key, k) for k in self._api_keys)
             if not api:
                 raise unauthenticated("unknown API key")
         if token is None:
             return Caller(None, None, api, operator)
-        known = self._verified.get(token)
+        text = token.decode("ascii", "replace")
+        known = self._verified.get(text)
         if known is not None:
             return Caller(known[0], known[1], api, operator)
-        parts = token.split(".")
-        if len(parts) != 4 or parts[0] != _PREFIX or not (parts[2].isascii() and parts[2].isdigit()):
+        parsed = _TOKEN.fullmatch(text) if len(token) <= _MAX_CREDENTIAL and token.isascii() else None
+        if parsed is None:
             raise unauthenticated("malformed seat token")
-        game_id, seat = parts[1], int(parts[2])
-        if not hmac.compare_digest(parts[3], self._sign(game_id, seat)):
+        game_id, seat, mac = parsed.group(1), int(parsed.group(2)), parsed.group(3)
+        if not hmac.compare_digest(mac.encode(), self._sign(game_id, seat).encode()):
             raise unauthenticated("invalid seat token")
         if len(self._verified) >= _VERIFIED_MAX:
             self._verified.clear()
-        self._verified[token] = (game_id, seat)
+        self._verified[text] = (game_id, seat)
         return Caller(game_id, seat, api, operator)
 
 

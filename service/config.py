@@ -47,6 +47,27 @@ SETTINGS: tuple[Setting, ...] = (
             "uvloop (faster; the default) or asyncio (the standard library's event loop)"),
     Setting("workers", "GOSTOP_WORKERS", 1,
             "server processes sharing the listen port (SO_REUSEPORT); more than 1 needs a Redis URL"),
+    Setting("max_watch_per_game", "GOSTOP_MAX_WATCH_PER_GAME", 64,
+            "open WatchGame streams one game may have in one process (0: no limit)"),
+    Setting("max_watch_per_seat", "GOSTOP_MAX_WATCH_PER_SEAT", 4,
+            "open WatchGame streams one seat token may have in one process (0: no limit)"),
+    Setting("max_watch_per_peer", "GOSTOP_MAX_WATCH_PER_PEER", 256,
+            "open WatchGame streams from one client address in one process (0: no limit; behind a "
+            "gateway every stream comes from the gateway's addresses)"),
+    Setting("redis_blocking_reads", "GOSTOP_REDIS_BLOCKING_READS", 100,
+            "blocking Redis reads (WatchGame waits) at once per process; beyond them watchers poll"),
+    Setting("max_connection_age_seconds", "GOSTOP_MAX_CONNECTION_AGE_SECONDS", 600.0,
+            "a client connection is closed (GOAWAY, then after the grace below) once this old; "
+            "clients reconnect, and WatchGame resumes"),
+    Setting("max_connection_age_grace_seconds", "GOSTOP_MAX_CONNECTION_AGE_GRACE_SECONDS", 30.0,
+            "time the calls of an aged-out connection get to finish before it is closed"),
+    Setting("max_connection_idle_seconds", "GOSTOP_MAX_CONNECTION_IDLE_SECONDS", 300.0,
+            "a client connection with no call for this long is closed"),
+    Setting("keepalive_seconds", "GOSTOP_KEEPALIVE_SECONDS", 60.0,
+            "the server pings a connection silent for this long, and closes it if no answer comes "
+            "within 20 s"),
+    Setting("max_concurrent_streams", "GOSTOP_MAX_CONCURRENT_STREAMS", 100,
+            "calls (streams) open at once on one client connection"),
 )
 
 
@@ -71,6 +92,15 @@ class Config:
     snapshot_cache: int = 10000
     event_loop: str = "uvloop"
     workers: int = 1
+    max_watch_per_game: int = 64
+    max_watch_per_seat: int = 4
+    max_watch_per_peer: int = 256
+    redis_blocking_reads: int = 100
+    max_connection_age_seconds: float = 600.0
+    max_connection_age_grace_seconds: float = 30.0
+    max_connection_idle_seconds: float = 300.0
+    keepalive_seconds: float = 60.0
+    max_concurrent_streams: int = 100
 
     def keys(self, name: str) -> tuple[str, ...]:
         return tuple(k.strip() for k in getattr(self, name).split(",") if k.strip())
@@ -85,9 +115,14 @@ class Config:
         if self.token_secret and len(self.token_secret.encode()) < 16:
             raise ValueError("GOSTOP_TOKEN_SECRET must be at least 16 bytes")
         for name in ("game_ttl_seconds", "finished_ttl_seconds", "max_message_bytes", "max_actions_per_game",
-                     "workers"):
+                     "workers", "redis_blocking_reads", "max_connection_age_seconds",
+                     "max_connection_age_grace_seconds", "max_connection_idle_seconds", "keepalive_seconds",
+                     "max_concurrent_streams"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
+        for name in ("max_watch_per_game", "max_watch_per_seat", "max_watch_per_peer"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:

@@ -24,7 +24,7 @@ from engine import (
     RoundOver,
 )
 
-from .store_api import StoreCorrupt, StoreUnavailable
+from .store_api import StoreCorrupt, StoreOutcomeUnknown, StoreUnavailable
 
 DOMAIN = "gostop.v1"
 
@@ -85,8 +85,14 @@ def classify(exc: BaseException) -> ServiceError:
         return precondition("NOT_YOUR_TURN", str(exc))
     if isinstance(exc, IllegalAction):
         return precondition(exc.code if exc.code != "ILLEGAL_ACTION" else exc.reason, str(exc))
+    if isinstance(exc, StoreOutcomeUnknown):
+        return ServiceError(
+            grpc.StatusCode.UNAVAILABLE, "STORE_TIMEOUT",
+            "the game store did not answer in time: the request may have been applied; "
+            "retry it with the same request_id to learn its outcome", {"outcome": "unknown"})
     if isinstance(exc, StoreUnavailable):
-        return ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE", "the game store is unreachable")
+        return ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+                            "the game store is unreachable: the request was not applied", {"outcome": "not_applied"})
     if isinstance(exc, (StoreCorrupt, CorruptSnapshot)):
         return ServiceError(grpc.StatusCode.DATA_LOSS, "SNAPSHOT_CORRUPT", "the stored game cannot be decoded")
     return ServiceError(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")

@@ -8,12 +8,16 @@ response in one atomic compare-and-set. Nothing here knows about gRPC transport.
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import contextlib
 import hashlib
+import hmac
 import re
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import grpc
@@ -48,15 +52,33 @@ from .plays import RoundPlays, round_plays
 from .store_api import Committed, Conflict, Duplicate, Missing, Store, StoreCorrupt, StoreUnavailable
 
 T = TypeVar("T")
-_GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_GAME_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A game id, matched whole (``fullmatch``: ``$`` would let a trailing newline through)."""
 MAX_REQUEST_ID = 128
 LOG_PAGE = 500
 LOG_PAGE_MAX = 1000
 WATCH_POLL_MS = 15000
 
 
+FAIR_SCHEME = "gostop-fair-v1"
+
+
+def fair_game_id(server_seed: bytes) -> str:
+    """The game id of a server-dealt game: the first 16 characters (96 bits) of the unpadded
+    base64url of SHA-256(server seed), so the id every seat holds commits to the seed."""
+    return base64.urlsafe_b64encode(hashlib.sha256(server_seed).digest()).decode()[:16]
+
+
+def fair_match_seed(server_seed: bytes, client_seed: int | None) -> int:
+    """The match seed of a server-dealt game: HMAC-SHA256 keyed by the server seed over the scheme
+    and the creator's seed (if any), its first 8 bytes big-endian. Without the server seed nobody
+    can choose or predict it, whatever client seed they send."""
+    message = f"{FAIR_SCHEME}|{'' if client_seed is None else client_seed}".encode()
+    return int.from_bytes(hmac.new(server_seed, message, hashlib.sha256).digest()[:8], "big")
+
+
 def _check_game_id(game_id: str) -> None:
-    if not _GAME_ID.match(game_id):
+    if not _GAME_ID.fullmatch(game_id):
         raise invalid("MALFORMED_GAME_ID", "game_id must be 1-64 characters of A-Z a-z 0-9 _ -")
 
 
@@ -106,6 +128,71 @@ def _bounded_put(cache: OrderedDict[K, V], key: K, value: V, limit: int) -> None
         cache.popitem(last=False)
 
 
+def _fairness(first: dict[str, Any], out: pb.GetGameLogResponse) -> None:
+    """The deal commitment and its reveal, from the game's first log entry (a game created before
+    the scheme has no source there, and its log says nothing of one)."""
+    source = _SOURCES.get(first.get("source", ""))
+    if source is None:
+        return
+    out.deal_commitment.scheme = FAIR_SCHEME
+    out.deal_commitment.source = source
+    fair = first.get("fair")
+    if source == pb.DEAL_SOURCE_SERVER and fair is not None:
+        server_seed = bytes.fromhex(fair["server_seed"])
+        out.deal_commitment.server_seed_sha256 = hashlib.sha256(server_seed).digest()
+        out.deal_reveal.server_seed = server_seed
+        if fair["client_seed"] is not None:
+            out.deal_reveal.client_seed = fair["client_seed"]
+
+
+_SOURCES = {"server": pb.DEAL_SOURCE_SERVER, "operator_seed": pb.DEAL_SOURCE_OPERATOR_SEED,
+            "operator_deal": pb.DEAL_SOURCE_OPERATOR_DEAL}
+
+
+def _shutting_down(after: int) -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "SHUTTING_DOWN",
+                        "the server is shutting down: reconnect and resume after the last version received",
+                        {"resume_after_version": str(after)})
+
+
+class StreamSlots:
+    """Open WatchGame streams of this process, counted per game, per seat token and per client
+    address, each bounded (0: no bound), so that nobody can hold what other watchers need."""
+
+    def __init__(self, per_game: int, per_seat: int, per_peer: int) -> None:
+        self._limits = {"game": per_game, "seat": per_seat, "peer": per_peer}
+        self._open: dict[tuple[str, str], int] = {}
+        self.total = 0
+
+    @contextlib.contextmanager
+    def hold(self, game_id: str, seat: int | None, peer: str) -> Iterator[None]:
+        keys = [("game", game_id)]
+        if seat is not None:
+            keys.append(("seat", f"{game_id}/{seat}"))
+        if peer:
+            keys.append(("peer", peer))
+        for key in keys:
+            limit = self._limits[key[0]]
+            if limit and self._open.get(key, 0) >= limit:
+                what = {"game": "this game", "seat": "this seat", "peer": "your address"}[key[0]]
+                raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS",
+                                   f"{what} has {limit} WatchGame streams open already: close one first",
+                                   {"scope": key[0], "limit": str(limit)})
+        for key in keys:
+            self._open[key] = self._open.get(key, 0) + 1
+        self.total += 1
+        try:
+            yield
+        finally:
+            self.total -= 1
+            for key in keys:
+                left = self._open[key] - 1
+                if left:
+                    self._open[key] = left
+                else:
+                    del self._open[key]
+
+
 class Games:
     """Every operation of the API, over a ``Store``."""
 
@@ -122,6 +209,17 @@ class Games:
         self._views: OrderedDict[tuple[str, int], tuple[int, pb.GetGameResponse]] = OrderedDict()
         """The last ``GetGame`` answer per (game, viewer), valid while the game is at its version:
         clients that poll a game they wait on get it without rebuilding the view."""
+        self.streams = StreamSlots(config.max_watch_per_game, config.max_watch_per_seat,
+                                   config.max_watch_per_peer)
+        self._closing = asyncio.Event()
+        """Set when the server begins to drain: open WatchGame streams end at once."""
+
+    def begin_shutdown(self) -> int:
+        """End every open WatchGame stream (UNAVAILABLE, ``SHUTTING_DOWN``: clients resume from their
+        last version, on another replica or once this one is back) and refuse new ones, so that a
+        drain waits only for unary calls. Returns how many streams were open."""
+        self._closing.set()
+        return self.streams.total
 
     # ------------------------------------------------------------------ store helpers
 
@@ -194,17 +292,31 @@ class Games:
         rounds = req.rounds if req.HasField("rounds") else 1
         if rounds < 0:
             raise invalid("BAD_ROUNDS", "rounds must be 0 (open-ended) or more", field="rounds")
-        seed = req.seed if req.HasField("seed") else secrets.randbits(64)
         deal = convert.deal_from_pb(req.deal) if req.HasField("deal") else None
-        match, events = new_match(rules, seed, rounds, deal=deal)
-        extra: dict[str, Any] = {"rounds": rounds}
-        if deal is not None:
-            extra["deal"] = {"hands": [list(h) for h in deal.hands], "floor": list(deal.floor),
-                             "stock": list(deal.stock), "dealer": deal.dealer}
-        entry = _entry(1, "create", -1, None, "", events, match.finished, **extra)
-        blob = match_to_bytes(match)
+        client_seed = req.seed if req.HasField("seed") else None
+        commitment = pb.DealCommitment(scheme=FAIR_SCHEME)
         for _ in range(5):
-            game_id = secrets.token_urlsafe(12)
+            extra: dict[str, Any] = {"rounds": rounds}
+            if caller.operator and (deal is not None or client_seed is not None):
+                # An operator's seed is the match seed (a replay); an operator's deal is used as given.
+                game_id = secrets.token_urlsafe(12)
+                seed = client_seed if client_seed is not None else secrets.randbits(64)
+                commitment.source = pb.DEAL_SOURCE_OPERATOR_DEAL if deal is not None else pb.DEAL_SOURCE_OPERATOR_SEED
+                extra["source"] = "operator_deal" if deal is not None else "operator_seed"
+            else:
+                server_seed = secrets.token_bytes(32)
+                game_id = fair_game_id(server_seed)
+                seed = fair_match_seed(server_seed, client_seed)
+                commitment.source = pb.DEAL_SOURCE_SERVER
+                commitment.server_seed_sha256 = hashlib.sha256(server_seed).digest()
+                extra["source"] = "server"
+                extra["fair"] = {"server_seed": server_seed.hex(), "client_seed": client_seed}
+            match, events = new_match(rules, seed, rounds, deal=deal)
+            if deal is not None:
+                extra["deal"] = {"hands": [list(h) for h in deal.hands], "floor": list(deal.floor),
+                                 "stock": list(deal.stock), "dealer": deal.dealer}
+            entry = _entry(1, "create", -1, None, "", events, match.finished, **extra)
+            blob = match_to_bytes(match)
             if await self._timed("create", self.store.create(game_id, blob, entry, self._ttl_ms(match))):
                 break
         else:  # pragma: no cover - 96-bit ids do not collide
@@ -212,7 +324,8 @@ class Games:
         self._remember(game_id, 1, match)
         self.metrics.games_created.labels(rules.name).inc()
         self._count_round(match, events)
-        out = pb.CreateGameResponse(game_id=game_id, version=1, rules=convert.rules_to_pb(rules))
+        out = pb.CreateGameResponse(game_id=game_id, version=1, rules=convert.rules_to_pb(rules),
+                                    deal_commitment=commitment)
         for seat in range(rules.players):
             out.seats.add(seat=seat, token=self.auth.issue(game_id, seat))
         convert.view_to_pb(view(match.round), match, game_id, 1, out.view)
@@ -357,29 +470,58 @@ class Games:
             if isinstance(e, RoundSettled):
                 self.metrics.rounds_finished.labels(match.rules.name, e.settlement.outcome).inc()
 
-    async def watch(self, req: pb.WatchGameRequest, caller: Caller) -> AsyncIterator[pb.WatchGameResponse]:
+    async def watch(self, req: pb.WatchGameRequest, caller: Caller, peer: str = ""
+                    ) -> AsyncIterator[pb.WatchGameResponse]:
+        """The caller's redacted events after ``after_version``, as they are committed.
+
+        ``after_version`` beyond the game's version is refused (``VERSION_AHEAD``): such a stream
+        could only wait for versions nobody has played. Streams are bounded per game, seat and
+        ``peer`` (``StreamSlots``) and end when the server begins to drain."""
         _check_game_id(req.game_id)
         seat = seat_in(caller, req.game_id)
         viewer = -1 if seat is None else seat
         if req.after_version < 0:
             raise invalid("BAD_VERSION", "after_version must not be negative")
+        if self._closing.is_set():
+            raise _shutting_down(req.after_version)
         version, match, _ = await self._load(req.game_id)
         after = req.after_version
+        if after > version:
+            raise ServiceError(grpc.StatusCode.OUT_OF_RANGE, "VERSION_AHEAD",
+                               f"after_version {after} is beyond the game's version {version}",
+                               {"current_version": str(version)})
         if match.finished and after >= version:
             return  # nothing will ever come after the entry that finished the match
-        while True:
-            entries = await self._timed("watch", self.store.wait_log(req.game_id, after, WATCH_POLL_MS))
-            if not entries:
-                if await self._timed("load", self.store.load(req.game_id)) is None:
-                    raise not_found(req.game_id)
-                continue
-            for item in entries:
-                doc = _read_entry(item.entry)
-                for e in doc["events"]:
-                    yield pb.WatchGameResponse(version=item.version, event=convert.event_to_pb(redact(e, viewer)))
-                after = item.version
-                if doc["finished"]:
-                    return
+        with self.streams.hold(req.game_id, seat, peer):
+            closing = asyncio.ensure_future(self._closing.wait())
+            wait: asyncio.Future[list[Any]] | None = None
+            try:
+                while True:
+                    wait = asyncio.ensure_future(
+                        self._timed("watch", self.store.wait_log(req.game_id, after, WATCH_POLL_MS)))
+                    await asyncio.wait((wait, closing), return_when=asyncio.FIRST_COMPLETED)
+                    if not wait.done():
+                        wait.cancel()
+                        with contextlib.suppress(BaseException):
+                            await wait
+                        raise _shutting_down(after)
+                    entries = wait.result()
+                    if not entries:
+                        if await self._timed("load", self.store.load(req.game_id)) is None:
+                            raise not_found(req.game_id)
+                        continue
+                    for item in entries:
+                        doc = _read_entry(item.entry)
+                        for e in doc["events"]:
+                            yield pb.WatchGameResponse(version=item.version,
+                                                       event=convert.event_to_pb(redact(e, viewer)))
+                        after = item.version
+                        if doc["finished"]:
+                            return
+            finally:
+                closing.cancel()
+                if wait is not None and not wait.done():
+                    wait.cancel()
 
     async def log(self, req: pb.GetGameLogRequest, caller: Caller) -> pb.GetGameLogResponse:
         _check_game_id(req.game_id)
@@ -405,6 +547,8 @@ class Games:
         if deal is not None:
             out.deal.CopyFrom(pb.Deal(hands=[pb.Hand(cards=h) for h in deal["hands"]], floor=deal["floor"],
                                       stock=deal["stock"], dealer=deal["dealer"]))
+        if first_doc is not None:
+            _fairness(first_doc, out)
         last = req.after_version
         for item, doc in zip(batch, docs, strict=True):
             entry = out.entries.add(version=item.version, seat=doc["seat"], request_id=doc["rid"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from typing import Any
@@ -11,8 +12,16 @@ import structlog
 
 
 def _json_bytes(event: Any, **kw: Any) -> bytes:
-    """One log line as JSON bytes; whatever orjson cannot encode natively is written as its ``repr``."""
-    return orjson.dumps(event, default=kw.get("default", repr))
+    """One log line as JSON bytes; whatever orjson cannot encode natively is written as its ``repr``.
+
+    orjson refuses integers beyond 64 bits without calling ``default``: such a line is written by
+    the standard library's encoder instead, so that no value in a log line can fail the call
+    that logs it.
+    """
+    try:
+        return orjson.dumps(event, default=kw.get("default", repr))
+    except TypeError:
+        return json.dumps(event, default=repr, ensure_ascii=False).encode()
 
 
 def configure(fmt: str = "auto", level: str = "info") -> None:

@@ -24,8 +24,10 @@ request id gets ``Duplicate``).
 ``wait_log`` uses ``XREAD BLOCK``, which holds a connection for the whole wait. Blocking reads go
 through a second client with its own pool, whose read timeout is above the longest block
 (``max_block_ms``; longer waits are split into several blocks), and at most ``max_waiters`` of them
-run at once, so waiters can never starve commits of connections. A waiter that finds no free slot
-within its timeout answers with a plain read. A cancelled waiter's connection is closed by
+run at once, so waiters can never starve commits of connections. A waiter holds a slot for one
+block at a time, and one that finds every slot taken polls with plain reads every ``poll_ms``
+instead of queueing: however many streams others hold open, a watcher learns of a commit within
+about ``poll_ms``. A cancelled waiter's connection is closed by
 redis-py (its reply would otherwise be pending) and returned to the pool.
 """
 
@@ -52,7 +54,7 @@ from service.memory_store import (
     check_game_id,
     check_ttl,
 )
-from service.resp import RespClient
+from service.resp import NotSent, RespClient
 from service.store_api import (
     CommitResult,
     Committed,
@@ -62,6 +64,7 @@ from service.store_api import (
     Missing,
     Snapshot,
     StoreCorrupt,
+    StoreOutcomeUnknown,
     StoreUnavailable,
 )
 
@@ -144,6 +147,15 @@ def _mapped_errors() -> Iterator[None]:
         raise StoreUnavailable(f"redis: {type(error).__name__}: {error}") from error
 
 
+def _maybe_sent(cause: BaseException | None) -> bool:
+    """Whether a failed redis-py write may have reached the server: anything but an error reply
+    (the server answered: our scripts write nothing before their last check) or a failure to
+    connect (redis-py's message says "connecting")."""
+    if cause is None or isinstance(cause, ResponseError):
+        return False
+    return "connecting" not in str(cause).lower()
+
+
 def _text(value: object) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
@@ -164,6 +176,13 @@ def _entries(raw: Sequence[Any]) -> list[LogEntry]:
             raise StoreCorrupt(f"log entry {_text(stream_id)!r} has no field 'e'")
         entries.append(LogEntry(_version_of(stream_id), entry))
     return entries
+
+
+def _pairs(fields: object) -> dict[Any, Any] | None:
+    """A stream entry's fields as hiredis returns them (``[name, value, ...]``) as a dict."""
+    if not isinstance(fields, list) or len(fields) % 2:
+        return None
+    return dict(zip(fields[::2], fields[1::2], strict=True))
 
 
 def _duplicate(stored: object) -> Duplicate:
@@ -190,6 +209,7 @@ class RedisStore:
         max_connections: int = 100,
         max_waiters: int = 100,
         max_block_ms: int = 1000,
+        poll_ms: int = 200,
         connect_timeout: float = 1.0,
         read_timeout: float = 2.0,
         retries: int = 1,
@@ -217,6 +237,7 @@ class RedisStore:
         self._commands = asyncio.Semaphore(max_connections)
         self._waiters = asyncio.Semaphore(max_waiters)
         self._max_block_ms = max_block_ms
+        self._poll_ms = max(1, poll_ms)
         self._pool_timeout = connect_timeout + read_timeout
         self._op_timeout = 2 * (connect_timeout + read_timeout)
         self._block_margin = connect_timeout + read_timeout
@@ -399,6 +420,8 @@ class RedisStore:
                             await self._initialized(self._client)
                             return await call()
                 except StoreUnavailable as error:
+                    if not idempotent and _maybe_sent(error.__cause__):
+                        raise StoreOutcomeUnknown(f"{error} (the write may have been applied)") from error.__cause__
                     if attempt + 1 == attempts or not isinstance(error.__cause__, RedisConnectionError):
                         raise
             await asyncio.sleep(0.05)
@@ -418,6 +441,8 @@ class RedisStore:
                 if attempt + 1 < attempts and isinstance(error, ConnectionError):
                     await asyncio.sleep(0.05)
                     continue
+                if not idempotent and not isinstance(error, NotSent):
+                    raise StoreOutcomeUnknown(f"redis: sent, no answer: {type(error).__name__}: {error}") from error
                 raise StoreUnavailable(f"redis: {type(error).__name__}: {error}") from error
             if isinstance(reply, hiredis.ReplyError):
                 if str(reply).startswith("WRONGTYPE"):
@@ -507,6 +532,11 @@ class RedisStore:
         if limit <= 0:
             return []
         start = f"({max(after_version, 0)}-0"
+        if self._fast is not None:  # one pipelined connection (watchers that poll use it too)
+            reply = await self._direct(("XRANGE", log, start, "+", "COUNT", limit), idempotent=True)
+            if not isinstance(reply, list):
+                raise StoreCorrupt(f"game {game_id!r}: unexpected XRANGE reply")
+            return _entries([(sid, _pairs(fields)) for sid, fields in reply])
         raw = await self._run(
             lambda: self._client.xrange(log, min=start, max="+", count=limit), idempotent=True
         )
@@ -523,32 +553,40 @@ class RedisStore:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         streams: dict[Any, Any] = {log: f"{max(after_version, 0)}-0"}
-        async with self._slot(self._waiters, timeout_ms / 1000) as ok:
-            if not ok:  # every blocking slot busy for the whole wait: answer with what is there
+        failures = 0
+        while True:
+            remaining_ms = int((deadline - loop.time()) * 1000)
+            if remaining_ms <= 0:  # one last look, without blocking
                 return await self.read_log(game_id, after_version, limit)
-            failures = 0
-            while True:
-                remaining_ms = int((deadline - loop.time()) * 1000)
-                if remaining_ms <= 0:  # one last look, without blocking
-                    return await self.read_log(game_id, after_version, limit)
-                block = min(remaining_ms, self._max_block_ms)
-                try:
+            if self._waiters.locked():
+                # Every blocking slot is taken (by other watchers, honest or not): poll instead of
+                # queueing behind them, so that no watcher waits for another's block to end.
+                entries = await self.read_log(game_id, after_version, limit)
+                if entries:
+                    return entries
+                await asyncio.sleep(min(remaining_ms, self._poll_ms) / 1000)
+                continue
+            block = min(remaining_ms, self._max_block_ms)
+            try:
+                async with self._slot(self._waiters, 0.05) as ok:  # held for one block, not the whole wait
+                    if not ok:
+                        continue
                     with _mapped_errors():
                         async with asyncio.timeout(block / 1000 + self._block_margin):
                             client = await self._initialized(self._blocking)
                             reply = await client.xread(streams, count=limit, block=block)
-                except StoreUnavailable as error:  # a read: retried like the others
-                    failures += 1
-                    if failures > self._retries or not isinstance(error.__cause__, RedisConnectionError):
-                        raise
-                    await asyncio.sleep(0.05)
-                    continue
-                if isinstance(reply, list) and reply:  # RESP2: [[key, entries]]
-                    return _entries(reply[0][1])
-                if isinstance(reply, dict) and reply:  # RESP3: {key: entries} or {key: [entries]}
-                    value: Any = next(iter(reply.values()))
-                    nested = value and isinstance(value[0], list) and isinstance(value[0][0], list | tuple)
-                    return _entries(value[0] if nested else value)
+            except StoreUnavailable as error:  # a read: retried like the others
+                failures += 1
+                if failures > self._retries or not isinstance(error.__cause__, RedisConnectionError):
+                    raise
+                await asyncio.sleep(0.05)
+                continue
+            if isinstance(reply, list) and reply:  # RESP2: [[key, entries]]
+                return _entries(reply[0][1])
+            if isinstance(reply, dict) and reply:  # RESP3: {key: entries} or {key: [entries]}
+                value: Any = next(iter(reply.values()))
+                nested = value and isinstance(value[0], list) and isinstance(value[0][0], list | tuple)
+                return _entries(value[0] if nested else value)
 
     async def ping(self) -> None:
         await self._run(lambda: self._client.ping(), idempotent=True)

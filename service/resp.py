@@ -30,6 +30,12 @@ import hiredis
 Arg = bytes | str | int
 
 
+class NotSent(ConnectionError):
+    """The command was never written to the server (connecting failed, the connection was already
+    closed, too many in flight): it certainly did not run. Every other failure of ``call`` may
+    come after the server ran the command."""
+
+
 def pack(args: tuple[Arg, ...]) -> bytes:
     """One command in RESP2 (an array of bulk strings), packed by hiredis.
 
@@ -187,7 +193,7 @@ class RespClient:
 
     def _send(self, conn: _Connection, command: tuple[Arg, ...]) -> asyncio.Future[Any]:
         if conn.transport is None or conn.closed:
-            raise ConnectionError("connection to redis closed")
+            raise NotSent("connection to redis closed")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         conn.expect(future)
         conn.transport.write(pack(command))
@@ -196,15 +202,19 @@ class RespClient:
     async def call(self, *command: Arg) -> Any:
         """Send one command, return its reply (an error reply as a ``hiredis.ReplyError``).
 
-        Raises ``ConnectionError`` if it could not be sent or the connection failed before the
-        reply, or when too many are in flight; ``TimeoutError`` if no reply came within
-        ``op_timeout`` (which also closes the connection) or connecting took too long.
+        Raises ``NotSent`` (a ``ConnectionError``) if it was never sent: connecting failed or
+        took too long, or too many are in flight; ``ConnectionError`` if the connection failed
+        after it was sent, and ``TimeoutError`` if no reply came within ``op_timeout`` (which
+        also closes the connection): then the command may have run.
         """
         conn = self._conn
         if conn is None or conn.closed:
-            conn = await self._connection()
+            try:
+                conn = await self._connection()
+            except OSError as error:  # refused, unreachable, or connecting timed out
+                raise NotSent(f"cannot connect to redis: {type(error).__name__}: {error}") from error
         if len(conn.pending) >= self.max_pending:
-            raise ConnectionError("too many redis commands in flight")
+            raise NotSent("too many redis commands in flight")
         return await self._send(conn, command)
 
     async def close(self) -> None:

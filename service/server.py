@@ -44,6 +44,32 @@ def _decode(deserialize: Callable[[bytes], Any] | None, raw: Any) -> Any:
         raise invalid("MALFORMED_REQUEST", "the request is not a valid message of this method") from exc
 
 
+class TracebackLimiter:
+    """At most one traceback a minute per (RPC, exception type) at error level.
+
+    An unexpected exception is a bug; if a caller can trigger it, it must not also be able to
+    flood the logs with a traceback per call. The calls whose traceback is left out are still
+    answered INTERNAL and counted (``grpc_server_handled_total``); the next traceback logged for
+    the same key says how many were left out since the last.
+    """
+
+    def __init__(self, interval: float = 60.0) -> None:
+        self.interval = interval
+        self._last: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def report(self, rpc: str, exc: BaseException) -> None:
+        key = (rpc, type(exc).__qualname__)
+        now = time.monotonic()
+        last = self._last.get(key)
+        if last is not None and now - last[0] < self.interval:
+            self._last[key] = (last[0], last[1] + 1)
+            return
+        if len(self._last) > 1024:
+            self._last.clear()
+        self._last[key] = (now, 0)
+        log.error("internal error", rpc=rpc, exc_info=exc, tracebacks_left_out=last[1] if last else 0)
+
+
 class ObservingInterceptor(grpc.aio.ServerInterceptor):
     """The one place where every call is timed, counted, logged and its errors mapped.
 
@@ -53,6 +79,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
         self._wrapped: dict[str, tuple[Any, Any]] = {}
+        self.tracebacks = TracebackLimiter()
 
     async def intercept_service(
         self,
@@ -97,7 +124,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
         async def fail(started: float, exc: BaseException, context: grpc.aio.ServicerContext) -> None:
             err = classify(exc)
             if err.code is grpc.StatusCode.INTERNAL:
-                log.error("internal error", rpc=name, exc_info=exc)
+                self.tracebacks.report(name, exc)
             structlog.contextvars.bind_contextvars(reason=err.reason)
             finish(started, err.code)
             status = to_status(err)
@@ -149,6 +176,15 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
         return handler
 
 
+def _peer_host(peer: str | None) -> str:
+    """The client's address without its port (``ipv4:10.0.0.5:41234`` -> ``ipv4:10.0.0.5``), the key
+    of the per-peer stream limit; "" when unknown."""
+    if not peer:
+        return ""
+    host, sep, _port = peer.rpartition(":")
+    return host if sep and peer.startswith(("ipv4:", "ipv6:")) else peer
+
+
 class GameServicer(pb_grpc.GameServiceServicer):
     """Transport only: identify the caller, bind log context, call ``Games``."""
 
@@ -188,7 +224,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
     async def WatchGame(self, request: pb.WatchGameRequest, context: grpc.aio.ServicerContext
                         ) -> AsyncIterator[pb.WatchGameResponse]:
         caller = self._caller(context, game_id=request.game_id)
-        async for item in self.games.watch(request, caller):
+        async for item in self.games.watch(request, caller, peer=_peer_host(context.peer())):
             yield item
 
     async def GetGameLog(self, request: pb.GetGameLogRequest, context: grpc.aio.ServicerContext
@@ -202,7 +238,8 @@ class Server:
     def __init__(self, config: Config, metrics: Metrics | None = None) -> None:
         self.config = config
         self.metrics = metrics or Metrics()
-        self.store = open_store(config.redis_url or None)
+        store_options = {"max_waiters": config.redis_blocking_reads} if config.redis_url else {}
+        self.store = open_store(config.redis_url or None, **store_options)
         secret = config.token_secret.encode() if config.token_secret else secrets.token_bytes(32)
         self.ephemeral_secret = not config.token_secret
         auth = Authenticator(secret, config.keys("api_keys"), config.keys("operator_keys"))
@@ -213,6 +250,16 @@ class Server:
             # Port sharing only among the workers of one supervisor (service.workers): a lone
             # server must fail to start on a port that another process holds.
             ("grpc.so_reuseport", 1 if worker_index() is not None else 0),
+            # Connections that hold resources without finishing anything are closed: a request
+            # sent half-way (its stream never ends) by max age, a silent peer by keepalive, an
+            # idle one by max idle; one connection cannot open more than so many streams.
+            ("grpc.max_connection_age_ms", int(config.max_connection_age_seconds * 1000)),
+            ("grpc.max_connection_age_grace_ms", int(config.max_connection_age_grace_seconds * 1000)),
+            ("grpc.max_connection_idle_ms", int(config.max_connection_idle_seconds * 1000)),
+            ("grpc.keepalive_time_ms", int(config.keepalive_seconds * 1000)),
+            ("grpc.keepalive_timeout_ms", 20_000),
+            ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+            ("grpc.max_concurrent_streams", config.max_concurrent_streams),
         ]
         self.grpc = grpc.aio.server(interceptors=[ObservingInterceptor(self.metrics)], options=options)
         pb_grpc.add_GameServiceServicer_to_server(GameServicer(self.games), self.grpc)
@@ -252,7 +299,8 @@ class Server:
         """Graceful stop: NOT_SERVING, drain in-flight calls for ``grace`` seconds, close the store."""
         grace = self.config.drain_seconds if grace is None else grace
         await self.health.enter_graceful_shutdown()
-        log.info("draining", grace_seconds=grace)
+        ended = self.games.begin_shutdown()  # open WatchGame streams end now: clients resume elsewhere
+        log.info("draining", grace_seconds=grace, watch_streams_ended=ended)
         await self.grpc.stop(grace)
         with contextlib.suppress(Exception):
             await self.store.close()

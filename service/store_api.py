@@ -16,11 +16,16 @@ from typing import Protocol
 
 
 class StoreUnavailable(Exception):
-    """The store cannot serve the call now (unreachable, timeout, failover, no free connection, full).
+    """The store cannot serve the call now (unreachable, failover, no free connection, full).
 
-    From ``create`` or ``commit`` it means the outcome is unknown: the write may have
-    happened. A retry with the same request id then returns ``Duplicate``.
+    Raised as such from ``create`` or ``commit``, it means the write was not applied: it was
+    refused before it was sent, or the store answered that it did not run it.
     """
+
+
+class StoreOutcomeUnknown(StoreUnavailable):
+    """A write was sent but its answer never came (timeout, connection lost after sending): it may
+    have been applied or not. A retry with the same request id tells: ``Duplicate`` if it was."""
 
 
 class StoreCorrupt(Exception):

@@ -385,9 +385,11 @@ def test_every_setting_is_configurable_by_the_chart() -> None:
 
 
 def test_default_settings_follow_the_server_defaults() -> None:
-    """values.yaml's config mirrors service/config.py; only the pod's addresses and log format differ."""
+    """values.yaml's config mirrors service/config.py; only the pod's addresses, the log format and
+    the per-address stream limit (every stream comes through the gateway's addresses) differ."""
     env = one(DEFAULT, "ConfigMap")["data"]
-    deliberate = {"GOSTOP_LISTEN": "0.0.0.0:50051", "GOSTOP_METRICS_HOST": "0.0.0.0", "GOSTOP_LOG_FORMAT": "json"}
+    deliberate = {"GOSTOP_LISTEN": "0.0.0.0:50051", "GOSTOP_METRICS_HOST": "0.0.0.0", "GOSTOP_LOG_FORMAT": "json",
+                  "GOSTOP_MAX_WATCH_PER_PEER": "0"}
     for key, value in env.items():
         default = SETTINGS[key].default
         if key in deliberate:

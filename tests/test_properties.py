@@ -192,6 +192,7 @@ def check_settlement(state: State, events: Sequence[Event]) -> None:
     s = state.settlement
     assert s is not None and s == settled[0].settlement
     assert sum(s.points) == 0, s.points
+    assert max(abs(p) for p in s.points) <= state.rules.round_points_bound, (s.points, state.rules)
     assert s.money == tuple(p * s.point_value for p in s.points)
     assert s.payments == state.payments
     net = [0] * len(state.seats)

@@ -177,6 +177,7 @@ async def test_unreachable_store_fails_calls_fast(own_redis: RedisServer) -> Non
             err = await expect(call, grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
             assert time.monotonic() - started < 3, f"{name} took too long to fail"
             assert "unreachable" in err.message
+            assert err.info.metadata["outcome"] == "not_applied"
         watch = api.stub.WatchGame(pb.WatchGameRequest(game_id=game.id))
         await expect(watch.read(), grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
         # A stream that was already open fails too, once its store read fails (not hanging on).
@@ -189,6 +190,32 @@ async def _rest(call: grpc.aio.UnaryStreamCall) -> None:
     """Read a stream to its end (its error, if it fails, propagates)."""
     while (await call.read()) is not grpc.aio.EOF:
         pass
+
+
+async def test_a_write_without_an_answer_is_store_timeout_and_its_retry_tells_the_outcome(
+        own_redis: RedisServer) -> None:
+    """Regression: calls answered UNAVAILABLE/STORE_UNAVAILABLE while Redis was paused were committed
+    when it resumed. A write that was sent but not answered now says so (STORE_TIMEOUT, outcome
+    unknown), and its retry with the same request id gives the committed answer."""
+    async with running_server(config(own_redis.url)) as api:
+        game = await api.create(seed=9)
+        seat, v = await api.to_move(game)
+        action = v.legal_actions[0].id
+        own_redis.pause()
+        try:
+            err = await expect(api.submit(game, seat, action, request_id="paused-1"), grpc.StatusCode.UNAVAILABLE,
+                               "STORE_TIMEOUT")
+            assert err.info.metadata["outcome"] == "unknown"
+            assert "may have been applied" in err.message
+        finally:
+            own_redis.resume()
+        retried = await api.submit(game, seat, action, request_id="paused-1")
+        assert retried.result.version == 2
+        log = await api.log(game)
+        assert [(e.version, e.request_id) for e in log.entries] == [(1, ""), (2, "paused-1")], \
+            "the unanswered write was applied once, and its retry was answered from it"
+        again = await api.submit(game, seat, action, request_id="paused-1")
+        assert again == retried
 
 
 async def test_stalled_store_fails_calls_within_the_timeouts(own_redis: RedisServer) -> None:

@@ -263,7 +263,7 @@ class Storm:
         if outcome.code is grpc.StatusCode.UNAVAILABLE and self.faults:
             self.failed_seconds.append(outcome.seconds)
             return
-        if outcome.code is grpc.StatusCode.UNAVAILABLE and outcome.reason == "STORE_UNAVAILABLE":
+        if outcome.code is grpc.StatusCode.UNAVAILABLE and outcome.reason in ("STORE_UNAVAILABLE", "STORE_TIMEOUT"):
             # No fault injected, but the store timed out (an overloaded machine): the documented
             # answer, retried by ``send`` with the same request id; counted, not a failure.
             FIGURES["store_unavailable_without_fault"] += 1
@@ -307,7 +307,7 @@ class Storm:
                 if first != raw:
                     self.unexpected.append(f"{rid}: a retry got another response")
             retryable = outcome.code is grpc.StatusCode.UNAVAILABLE and (
-                self.faults or outcome.reason == "STORE_UNAVAILABLE")
+                self.faults or outcome.reason in ("STORE_UNAVAILABLE", "STORE_TIMEOUT"))
             if not retryable or time.monotonic() > deadline:
                 return outcome
             retry = True

@@ -46,7 +46,7 @@ METHODS = {m.name: m for m in SERVICE.methods}
 CLEAR = {
     grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED,
     grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED,
-    grpc.StatusCode.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.OUT_OF_RANGE,
 }  # fmt: skip
 """The codes hostile input may get (never INTERNAL, UNKNOWN, DATA_LOSS or UNAVAILABLE)."""
 MUTATING = {"SubmitAction", "StartNextRound"}

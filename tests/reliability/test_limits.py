@@ -170,7 +170,10 @@ async def test_many_watchers_on_one_connection_do_not_starve_commits(service_red
     """150 WatchGame streams on one connection (more than the store's 100 blocking reads): a commit
     still goes through at once, and every stream gets its events."""
     watchers = 150
-    async with running_server(config(service_redis.url)) as api:
+    # Only the store's bound is under test here: the per-game, per-peer and per-connection stream
+    # limits (tests/test_watch_limits.py) are lifted.
+    unlimited = config(service_redis.url, max_watch_per_game=0, max_watch_per_peer=0, max_concurrent_streams=1000)
+    async with running_server(unlimited) as api:
         game = await api.create(seed=81)
         calls = [api.stub.WatchGame(pb.WatchGameRequest(game_id=game.id, after_version=1)) for _ in range(watchers)]
         await asyncio.sleep(0.5)  # let them all block

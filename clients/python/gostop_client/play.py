@@ -284,10 +284,13 @@ def settlement_screen(settlement: pb.Settlement, match: MatchSummary, names: dic
 
 class LocalServer:
     """An in-process game server in a background thread (its own event loop). Without a
-    ``service.config.Config``: the memory store on a free loopback port, a random token secret."""
+    ``service.config.Config``: the memory store on a free loopback port, a random token secret and
+    a random operator key (``operator_key``): whoever starts a local server is its operator, so
+    that a seed given to it replays the same deal."""
 
     def __init__(self, config: Any = None) -> None:
         self.config = config
+        self.operator_key = secrets.token_hex(16) if config is None else ""
         self.port = 0
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -306,7 +309,7 @@ class LocalServer:
             from service.server import Server
 
             config = self.config or Config(listen="127.0.0.1:0", metrics_port=0, token_secret=secrets.token_hex(24),
-                                           log_format="json", log_level="error")
+                                           operator_keys=self.operator_key, log_format="json", log_level="error")
             server = Server(config)
             await server.start()
             self.port, self._loop, self._stop = server.port, asyncio.get_running_loop(), asyncio.Event()
@@ -533,7 +536,8 @@ def play_command(args: argparse.Namespace, stdin: IO[str] | None = None, stdout:
     roots = open(args.tls_ca, "rb").read() if args.tls_ca else None  # noqa: SIM115
     failure: list[BaseException] = []
     try:
-        with GostopClient(target, api_key=args.api_key, root_certificates=roots) as client, \
+        operator_key = local.operator_key if local is not None else None
+        with GostopClient(target, api_key=args.api_key, operator_key=operator_key, root_certificates=roots) as client, \
                 GostopClient(target, root_certificates=roots) as bot_client:
             game = client.create_game(args.preset, args.players, seed=args.seed, rounds=args.rounds)
             players = len(game.tokens)

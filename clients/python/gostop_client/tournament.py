@@ -461,7 +461,8 @@ async def run_tournament(
         if options.max_games:
             todo = todo[:options.max_games]
         if not explicit:
-            _say("no operator key: games are dealt from the deal seed by the server (no explicit deals)")
+            _say("no operator key: the server deals every game from its own random seed, so the deals are "
+                 "not duplicated across rotations (pass --operator-key for duplicate deals)")
         if todo and any(b in HEAVY_BOTS for b in options.bots):
             workers = options.workers or os.cpu_count() or 1
             # spawn, not fork: the parent already runs gRPC threads.

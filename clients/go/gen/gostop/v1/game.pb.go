@@ -492,6 +492,62 @@ func (LastTurnEvent) EnumDescriptor() ([]byte, []int) {
 	return file_gostop_v1_game_proto_rawDescGZIP(), []int{8}
 }
 
+// DealSource says who chose a match's deals.
+type DealSource int32
+
+const (
+	DealSource_DEAL_SOURCE_UNSPECIFIED DealSource = 0
+	// The server's own random seed (mixed with the creator's seed, if one was sent): provably fair.
+	DealSource_DEAL_SOURCE_SERVER DealSource = 1
+	// An operator chose the match seed.
+	DealSource_DEAL_SOURCE_OPERATOR_SEED DealSource = 2
+	// An operator gave the first deal card by card (later rounds follow the match seed).
+	DealSource_DEAL_SOURCE_OPERATOR_DEAL DealSource = 3
+)
+
+// Enum value maps for DealSource.
+var (
+	DealSource_name = map[int32]string{
+		0: "DEAL_SOURCE_UNSPECIFIED",
+		1: "DEAL_SOURCE_SERVER",
+		2: "DEAL_SOURCE_OPERATOR_SEED",
+		3: "DEAL_SOURCE_OPERATOR_DEAL",
+	}
+	DealSource_value = map[string]int32{
+		"DEAL_SOURCE_UNSPECIFIED":   0,
+		"DEAL_SOURCE_SERVER":        1,
+		"DEAL_SOURCE_OPERATOR_SEED": 2,
+		"DEAL_SOURCE_OPERATOR_DEAL": 3,
+	}
+)
+
+func (x DealSource) Enum() *DealSource {
+	p := new(DealSource)
+	*p = x
+	return p
+}
+
+func (x DealSource) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DealSource) Descriptor() protoreflect.EnumDescriptor {
+	return file_gostop_v1_game_proto_enumTypes[9].Descriptor()
+}
+
+func (DealSource) Type() protoreflect.EnumType {
+	return &file_gostop_v1_game_proto_enumTypes[9]
+}
+
+func (x DealSource) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DealSource.Descriptor instead.
+func (DealSource) EnumDescriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{9}
+}
+
 // Phase is the decision a round waits for.
 type Phase int32
 
@@ -544,11 +600,11 @@ func (x Phase) String() string {
 }
 
 func (Phase) Descriptor() protoreflect.EnumDescriptor {
-	return file_gostop_v1_game_proto_enumTypes[9].Descriptor()
+	return file_gostop_v1_game_proto_enumTypes[10].Descriptor()
 }
 
 func (Phase) Type() protoreflect.EnumType {
-	return &file_gostop_v1_game_proto_enumTypes[9]
+	return &file_gostop_v1_game_proto_enumTypes[10]
 }
 
 func (x Phase) Number() protoreflect.EnumNumber {
@@ -557,7 +613,7 @@ func (x Phase) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Phase.Descriptor instead.
 func (Phase) EnumDescriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{9}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{10}
 }
 
 // Rules holds every rule. In ListRuleSets every field is set; in CreateGame only the fields
@@ -1245,7 +1301,9 @@ type CreateGameRequest struct {
 	Players int32 `protobuf:"varint,2,opt,name=players,proto3" json:"players,omitempty"`
 	// Rules to override for this game (point_value among them).
 	Overrides *Rules `protobuf:"bytes,3,opt,name=overrides,proto3" json:"overrides,omitempty"`
-	// Seed of the shuffle; drawn by the server when absent.
+	// Seed of the shuffle. With an operator key it is the match seed itself (a replay); from anyone
+	// else it is mixed into the server's own random seed, so it cannot choose or predict the deal
+	// (see DealCommitment). Drawn by the server when absent.
 	Seed *uint64 `protobuf:"varint,4,opt,name=seed,proto3,oneof" json:"seed,omitempty"`
 	// An explicit first deal (needs an operator key).
 	Deal *Deal `protobuf:"bytes,5,opt,name=deal,proto3" json:"deal,omitempty"`
@@ -1387,10 +1445,12 @@ type CreateGameResponse struct {
 	Seats   []*SeatToken           `protobuf:"bytes,2,rep,name=seats,proto3" json:"seats,omitempty"`
 	Version int64                  `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
 	// The spectator's view of the new game.
-	View          *GameView `protobuf:"bytes,4,opt,name=view,proto3" json:"view,omitempty"`
-	Rules         *Rules    `protobuf:"bytes,5,opt,name=rules,proto3" json:"rules,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	View  *GameView `protobuf:"bytes,4,opt,name=view,proto3" json:"view,omitempty"`
+	Rules *Rules    `protobuf:"bytes,5,opt,name=rules,proto3" json:"rules,omitempty"`
+	// What binds every deal of the match before any card is played.
+	DealCommitment *DealCommitment `protobuf:"bytes,6,opt,name=deal_commitment,json=dealCommitment,proto3" json:"deal_commitment,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CreateGameResponse) Reset() {
@@ -1458,6 +1518,136 @@ func (x *CreateGameResponse) GetRules() *Rules {
 	return nil
 }
 
+func (x *CreateGameResponse) GetDealCommitment() *DealCommitment {
+	if x != nil {
+		return x.DealCommitment
+	}
+	return nil
+}
+
+// DealCommitment binds a match's deals at creation (scheme "gostop-fair-v1"). For a server
+// deal, server_seed_sha256 is SHA-256 of a 32-byte server seed drawn for this game alone, and the
+// game id is the first 16 characters of the unpadded base64url of that hash, so every seat holds
+// the commitment from the start. The match seed is the first 8 bytes (big-endian) of
+// HMAC-SHA256(key = server seed, message = "gostop-fair-v1|" + the decimal client seed, or
+// nothing). Every deal follows from the match seed by the engine's public shuffle. DealReveal
+// discloses the server seed once the match is over.
+type DealCommitment struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Scheme string                 `protobuf:"bytes,1,opt,name=scheme,proto3" json:"scheme,omitempty"`
+	Source DealSource             `protobuf:"varint,2,opt,name=source,proto3,enum=gostop.v1.DealSource" json:"source,omitempty"`
+	// Empty unless the source is DEAL_SOURCE_SERVER.
+	ServerSeedSha256 []byte `protobuf:"bytes,3,opt,name=server_seed_sha256,json=serverSeedSha256,proto3" json:"server_seed_sha256,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *DealCommitment) Reset() {
+	*x = DealCommitment{}
+	mi := &file_gostop_v1_game_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DealCommitment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DealCommitment) ProtoMessage() {}
+
+func (x *DealCommitment) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DealCommitment.ProtoReflect.Descriptor instead.
+func (*DealCommitment) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DealCommitment) GetScheme() string {
+	if x != nil {
+		return x.Scheme
+	}
+	return ""
+}
+
+func (x *DealCommitment) GetSource() DealSource {
+	if x != nil {
+		return x.Source
+	}
+	return DealSource_DEAL_SOURCE_UNSPECIFIED
+}
+
+func (x *DealCommitment) GetServerSeedSha256() []byte {
+	if x != nil {
+		return x.ServerSeedSha256
+	}
+	return nil
+}
+
+// DealReveal is what lets a seat check its match's deals against the commitment.
+type DealReveal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The 32-byte server seed (empty unless the source is DEAL_SOURCE_SERVER).
+	ServerSeed []byte `protobuf:"bytes,1,opt,name=server_seed,json=serverSeed,proto3" json:"server_seed,omitempty"`
+	// The seed the creator sent, if any.
+	ClientSeed    *uint64 `protobuf:"varint,2,opt,name=client_seed,json=clientSeed,proto3,oneof" json:"client_seed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DealReveal) Reset() {
+	*x = DealReveal{}
+	mi := &file_gostop_v1_game_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DealReveal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DealReveal) ProtoMessage() {}
+
+func (x *DealReveal) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DealReveal.ProtoReflect.Descriptor instead.
+func (*DealReveal) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DealReveal) GetServerSeed() []byte {
+	if x != nil {
+		return x.ServerSeed
+	}
+	return nil
+}
+
+func (x *DealReveal) GetClientSeed() uint64 {
+	if x != nil && x.ClientSeed != nil {
+		return *x.ClientSeed
+	}
+	return 0
+}
+
 // GetGameRequest names a game; the seat comes from the token.
 type GetGameRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1468,7 +1658,7 @@ type GetGameRequest struct {
 
 func (x *GetGameRequest) Reset() {
 	*x = GetGameRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[11]
+	mi := &file_gostop_v1_game_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1670,7 @@ func (x *GetGameRequest) String() string {
 func (*GetGameRequest) ProtoMessage() {}
 
 func (x *GetGameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[11]
+	mi := &file_gostop_v1_game_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1683,7 @@ func (x *GetGameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameRequest.ProtoReflect.Descriptor instead.
 func (*GetGameRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{11}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetGameRequest) GetGameId() string {
@@ -1514,7 +1704,7 @@ type GetGameResponse struct {
 
 func (x *GetGameResponse) Reset() {
 	*x = GetGameResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[12]
+	mi := &file_gostop_v1_game_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1716,7 @@ func (x *GetGameResponse) String() string {
 func (*GetGameResponse) ProtoMessage() {}
 
 func (x *GetGameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[12]
+	mi := &file_gostop_v1_game_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1729,7 @@ func (x *GetGameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameResponse.ProtoReflect.Descriptor instead.
 func (*GetGameResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{12}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetGameResponse) GetView() *GameView {
@@ -1580,7 +1770,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_gostop_v1_game_proto_msgTypes[13]
+	mi := &file_gostop_v1_game_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +1782,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[13]
+	mi := &file_gostop_v1_game_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1795,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{13}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Action) GetKind() isAction_Kind {
@@ -1810,7 +2000,7 @@ type PlayCard struct {
 
 func (x *PlayCard) Reset() {
 	*x = PlayCard{}
-	mi := &file_gostop_v1_game_proto_msgTypes[14]
+	mi := &file_gostop_v1_game_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +2012,7 @@ func (x *PlayCard) String() string {
 func (*PlayCard) ProtoMessage() {}
 
 func (x *PlayCard) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[14]
+	mi := &file_gostop_v1_game_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +2025,7 @@ func (x *PlayCard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayCard.ProtoReflect.Descriptor instead.
 func (*PlayCard) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{14}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PlayCard) GetCard() int32 {
@@ -1862,7 +2052,7 @@ type Bomb struct {
 
 func (x *Bomb) Reset() {
 	*x = Bomb{}
-	mi := &file_gostop_v1_game_proto_msgTypes[15]
+	mi := &file_gostop_v1_game_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +2064,7 @@ func (x *Bomb) String() string {
 func (*Bomb) ProtoMessage() {}
 
 func (x *Bomb) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[15]
+	mi := &file_gostop_v1_game_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2077,7 @@ func (x *Bomb) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bomb.ProtoReflect.Descriptor instead.
 func (*Bomb) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{15}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Bomb) GetMonth() int32 {
@@ -1906,7 +2096,7 @@ type FlipOnly struct {
 
 func (x *FlipOnly) Reset() {
 	*x = FlipOnly{}
-	mi := &file_gostop_v1_game_proto_msgTypes[16]
+	mi := &file_gostop_v1_game_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2108,7 @@ func (x *FlipOnly) String() string {
 func (*FlipOnly) ProtoMessage() {}
 
 func (x *FlipOnly) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[16]
+	mi := &file_gostop_v1_game_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2121,7 @@ func (x *FlipOnly) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlipOnly.ProtoReflect.Descriptor instead.
 func (*FlipOnly) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{16}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{18}
 }
 
 // ChooseCapture picks which of two floor cards to capture.
@@ -1944,7 +2134,7 @@ type ChooseCapture struct {
 
 func (x *ChooseCapture) Reset() {
 	*x = ChooseCapture{}
-	mi := &file_gostop_v1_game_proto_msgTypes[17]
+	mi := &file_gostop_v1_game_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2146,7 @@ func (x *ChooseCapture) String() string {
 func (*ChooseCapture) ProtoMessage() {}
 
 func (x *ChooseCapture) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[17]
+	mi := &file_gostop_v1_game_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2159,7 @@ func (x *ChooseCapture) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChooseCapture.ProtoReflect.Descriptor instead.
 func (*ChooseCapture) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{17}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ChooseCapture) GetCard() int32 {
@@ -1988,7 +2178,7 @@ type KeepGukjin struct {
 
 func (x *KeepGukjin) Reset() {
 	*x = KeepGukjin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[18]
+	mi := &file_gostop_v1_game_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2190,7 @@ func (x *KeepGukjin) String() string {
 func (*KeepGukjin) ProtoMessage() {}
 
 func (x *KeepGukjin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[18]
+	mi := &file_gostop_v1_game_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2203,7 @@ func (x *KeepGukjin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepGukjin.ProtoReflect.Descriptor instead.
 func (*KeepGukjin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{18}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{20}
 }
 
 // ConvertGukjin turns 국진 into a 쌍피 for good.
@@ -2025,7 +2215,7 @@ type ConvertGukjin struct {
 
 func (x *ConvertGukjin) Reset() {
 	*x = ConvertGukjin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[19]
+	mi := &file_gostop_v1_game_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2227,7 @@ func (x *ConvertGukjin) String() string {
 func (*ConvertGukjin) ProtoMessage() {}
 
 func (x *ConvertGukjin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[19]
+	mi := &file_gostop_v1_game_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2240,7 @@ func (x *ConvertGukjin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertGukjin.ProtoReflect.Descriptor instead.
 func (*ConvertGukjin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{19}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{21}
 }
 
 // Go continues the round.
@@ -2062,7 +2252,7 @@ type Go struct {
 
 func (x *Go) Reset() {
 	*x = Go{}
-	mi := &file_gostop_v1_game_proto_msgTypes[20]
+	mi := &file_gostop_v1_game_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2264,7 @@ func (x *Go) String() string {
 func (*Go) ProtoMessage() {}
 
 func (x *Go) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[20]
+	mi := &file_gostop_v1_game_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2277,7 @@ func (x *Go) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Go.ProtoReflect.Descriptor instead.
 func (*Go) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{20}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{22}
 }
 
 // Stop ends the round as its winner.
@@ -2099,7 +2289,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_gostop_v1_game_proto_msgTypes[21]
+	mi := &file_gostop_v1_game_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2111,7 +2301,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[21]
+	mi := &file_gostop_v1_game_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2124,7 +2314,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{21}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{23}
 }
 
 // JoinRound plays this round (4 players).
@@ -2136,7 +2326,7 @@ type JoinRound struct {
 
 func (x *JoinRound) Reset() {
 	*x = JoinRound{}
-	mi := &file_gostop_v1_game_proto_msgTypes[22]
+	mi := &file_gostop_v1_game_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2338,7 @@ func (x *JoinRound) String() string {
 func (*JoinRound) ProtoMessage() {}
 
 func (x *JoinRound) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[22]
+	mi := &file_gostop_v1_game_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2351,7 @@ func (x *JoinRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRound.ProtoReflect.Descriptor instead.
 func (*JoinRound) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{22}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{24}
 }
 
 // SitOut sits this round out (4 players).
@@ -2173,7 +2363,7 @@ type SitOut struct {
 
 func (x *SitOut) Reset() {
 	*x = SitOut{}
-	mi := &file_gostop_v1_game_proto_msgTypes[23]
+	mi := &file_gostop_v1_game_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2375,7 @@ func (x *SitOut) String() string {
 func (*SitOut) ProtoMessage() {}
 
 func (x *SitOut) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[23]
+	mi := &file_gostop_v1_game_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2388,7 @@ func (x *SitOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SitOut.ProtoReflect.Descriptor instead.
 func (*SitOut) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{23}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{25}
 }
 
 // SellGwang sells the 광, 쌍피 and bonus 피 of a forced-out hand (광팔기).
@@ -2210,7 +2400,7 @@ type SellGwang struct {
 
 func (x *SellGwang) Reset() {
 	*x = SellGwang{}
-	mi := &file_gostop_v1_game_proto_msgTypes[24]
+	mi := &file_gostop_v1_game_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2222,7 +2412,7 @@ func (x *SellGwang) String() string {
 func (*SellGwang) ProtoMessage() {}
 
 func (x *SellGwang) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[24]
+	mi := &file_gostop_v1_game_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2235,7 +2425,7 @@ func (x *SellGwang) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SellGwang.ProtoReflect.Descriptor instead.
 func (*SellGwang) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{24}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{26}
 }
 
 // DeclineGwangSale sells nothing.
@@ -2247,7 +2437,7 @@ type DeclineGwangSale struct {
 
 func (x *DeclineGwangSale) Reset() {
 	*x = DeclineGwangSale{}
-	mi := &file_gostop_v1_game_proto_msgTypes[25]
+	mi := &file_gostop_v1_game_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2259,7 +2449,7 @@ func (x *DeclineGwangSale) String() string {
 func (*DeclineGwangSale) ProtoMessage() {}
 
 func (x *DeclineGwangSale) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[25]
+	mi := &file_gostop_v1_game_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2272,7 +2462,7 @@ func (x *DeclineGwangSale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclineGwangSale.ProtoReflect.Descriptor instead.
 func (*DeclineGwangSale) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{25}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{27}
 }
 
 // LegalAction is one thing the seat to move may do.
@@ -2289,7 +2479,7 @@ type LegalAction struct {
 
 func (x *LegalAction) Reset() {
 	*x = LegalAction{}
-	mi := &file_gostop_v1_game_proto_msgTypes[26]
+	mi := &file_gostop_v1_game_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2301,7 +2491,7 @@ func (x *LegalAction) String() string {
 func (*LegalAction) ProtoMessage() {}
 
 func (x *LegalAction) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[26]
+	mi := &file_gostop_v1_game_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2314,7 +2504,7 @@ func (x *LegalAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LegalAction.ProtoReflect.Descriptor instead.
 func (*LegalAction) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{26}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LegalAction) GetId() int32 {
@@ -2357,7 +2547,7 @@ type SubmitActionRequest struct {
 
 func (x *SubmitActionRequest) Reset() {
 	*x = SubmitActionRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[27]
+	mi := &file_gostop_v1_game_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2369,7 +2559,7 @@ func (x *SubmitActionRequest) String() string {
 func (*SubmitActionRequest) ProtoMessage() {}
 
 func (x *SubmitActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[27]
+	mi := &file_gostop_v1_game_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2382,7 +2572,7 @@ func (x *SubmitActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitActionRequest.ProtoReflect.Descriptor instead.
 func (*SubmitActionRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{27}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SubmitActionRequest) GetGameId() string {
@@ -2462,7 +2652,7 @@ type TurnResult struct {
 
 func (x *TurnResult) Reset() {
 	*x = TurnResult{}
-	mi := &file_gostop_v1_game_proto_msgTypes[28]
+	mi := &file_gostop_v1_game_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2664,7 @@ func (x *TurnResult) String() string {
 func (*TurnResult) ProtoMessage() {}
 
 func (x *TurnResult) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[28]
+	mi := &file_gostop_v1_game_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2677,7 @@ func (x *TurnResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnResult.ProtoReflect.Descriptor instead.
 func (*TurnResult) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{28}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TurnResult) GetEvents() []*Event {
@@ -2528,7 +2718,7 @@ type SubmitActionResponse struct {
 
 func (x *SubmitActionResponse) Reset() {
 	*x = SubmitActionResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[29]
+	mi := &file_gostop_v1_game_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2540,7 +2730,7 @@ func (x *SubmitActionResponse) String() string {
 func (*SubmitActionResponse) ProtoMessage() {}
 
 func (x *SubmitActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[29]
+	mi := &file_gostop_v1_game_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2553,7 +2743,7 @@ func (x *SubmitActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitActionResponse.ProtoReflect.Descriptor instead.
 func (*SubmitActionResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{29}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SubmitActionResponse) GetResult() *TurnResult {
@@ -2575,7 +2765,7 @@ type StartNextRoundRequest struct {
 
 func (x *StartNextRoundRequest) Reset() {
 	*x = StartNextRoundRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[30]
+	mi := &file_gostop_v1_game_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2587,7 +2777,7 @@ func (x *StartNextRoundRequest) String() string {
 func (*StartNextRoundRequest) ProtoMessage() {}
 
 func (x *StartNextRoundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[30]
+	mi := &file_gostop_v1_game_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2600,7 +2790,7 @@ func (x *StartNextRoundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartNextRoundRequest.ProtoReflect.Descriptor instead.
 func (*StartNextRoundRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{30}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StartNextRoundRequest) GetGameId() string {
@@ -2634,7 +2824,7 @@ type StartNextRoundResponse struct {
 
 func (x *StartNextRoundResponse) Reset() {
 	*x = StartNextRoundResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[31]
+	mi := &file_gostop_v1_game_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2646,7 +2836,7 @@ func (x *StartNextRoundResponse) String() string {
 func (*StartNextRoundResponse) ProtoMessage() {}
 
 func (x *StartNextRoundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[31]
+	mi := &file_gostop_v1_game_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2659,7 +2849,7 @@ func (x *StartNextRoundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartNextRoundResponse.ProtoReflect.Descriptor instead.
 func (*StartNextRoundResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{31}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StartNextRoundResponse) GetResult() *TurnResult {
@@ -2681,7 +2871,7 @@ type WatchGameRequest struct {
 
 func (x *WatchGameRequest) Reset() {
 	*x = WatchGameRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[32]
+	mi := &file_gostop_v1_game_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2693,7 +2883,7 @@ func (x *WatchGameRequest) String() string {
 func (*WatchGameRequest) ProtoMessage() {}
 
 func (x *WatchGameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[32]
+	mi := &file_gostop_v1_game_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2706,7 +2896,7 @@ func (x *WatchGameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchGameRequest.ProtoReflect.Descriptor instead.
 func (*WatchGameRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{32}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WatchGameRequest) GetGameId() string {
@@ -2735,7 +2925,7 @@ type WatchGameResponse struct {
 
 func (x *WatchGameResponse) Reset() {
 	*x = WatchGameResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[33]
+	mi := &file_gostop_v1_game_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2747,7 +2937,7 @@ func (x *WatchGameResponse) String() string {
 func (*WatchGameResponse) ProtoMessage() {}
 
 func (x *WatchGameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[33]
+	mi := &file_gostop_v1_game_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2760,7 +2950,7 @@ func (x *WatchGameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchGameResponse.ProtoReflect.Descriptor instead.
 func (*WatchGameResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{33}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WatchGameResponse) GetVersion() int64 {
@@ -2791,7 +2981,7 @@ type GetGameLogRequest struct {
 
 func (x *GetGameLogRequest) Reset() {
 	*x = GetGameLogRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[34]
+	mi := &file_gostop_v1_game_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +2993,7 @@ func (x *GetGameLogRequest) String() string {
 func (*GetGameLogRequest) ProtoMessage() {}
 
 func (x *GetGameLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[34]
+	mi := &file_gostop_v1_game_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +3006,7 @@ func (x *GetGameLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameLogRequest.ProtoReflect.Descriptor instead.
 func (*GetGameLogRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{34}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetGameLogRequest) GetGameId() string {
@@ -2856,7 +3046,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_gostop_v1_game_proto_msgTypes[35]
+	mi := &file_gostop_v1_game_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2868,7 +3058,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[35]
+	mi := &file_gostop_v1_game_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2881,7 +3071,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{35}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LogEntry) GetVersion() int64 {
@@ -2932,14 +3122,18 @@ type GetGameLogResponse struct {
 	// Pass as after_version to read the next page; 0 when this page reaches the current version.
 	NextAfterVersion int64 `protobuf:"varint,6,opt,name=next_after_version,json=nextAfterVersion,proto3" json:"next_after_version,omitempty"`
 	// The game's current version.
-	Version       int64 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Version int64 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	// The commitment returned at creation, and what proves it (GetGameLog answers seats only once
+	// the match is over).
+	DealCommitment *DealCommitment `protobuf:"bytes,8,opt,name=deal_commitment,json=dealCommitment,proto3" json:"deal_commitment,omitempty"`
+	DealReveal     *DealReveal     `protobuf:"bytes,9,opt,name=deal_reveal,json=dealReveal,proto3" json:"deal_reveal,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetGameLogResponse) Reset() {
 	*x = GetGameLogResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[36]
+	mi := &file_gostop_v1_game_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2951,7 +3145,7 @@ func (x *GetGameLogResponse) String() string {
 func (*GetGameLogResponse) ProtoMessage() {}
 
 func (x *GetGameLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[36]
+	mi := &file_gostop_v1_game_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2964,7 +3158,7 @@ func (x *GetGameLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameLogResponse.ProtoReflect.Descriptor instead.
 func (*GetGameLogResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{36}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetGameLogResponse) GetEntries() []*LogEntry {
@@ -3016,6 +3210,20 @@ func (x *GetGameLogResponse) GetVersion() int64 {
 	return 0
 }
 
+func (x *GetGameLogResponse) GetDealCommitment() *DealCommitment {
+	if x != nil {
+		return x.DealCommitment
+	}
+	return nil
+}
+
+func (x *GetGameLogResponse) GetDealReveal() *DealReveal {
+	if x != nil {
+		return x.DealReveal
+	}
+	return nil
+}
+
 // Score is a base score broken down by category.
 type Score struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3041,7 +3249,7 @@ type Score struct {
 
 func (x *Score) Reset() {
 	*x = Score{}
-	mi := &file_gostop_v1_game_proto_msgTypes[37]
+	mi := &file_gostop_v1_game_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3053,7 +3261,7 @@ func (x *Score) String() string {
 func (*Score) ProtoMessage() {}
 
 func (x *Score) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[37]
+	mi := &file_gostop_v1_game_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3066,7 +3274,7 @@ func (x *Score) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Score.ProtoReflect.Descriptor instead.
 func (*Score) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{37}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Score) GetGwangCount() int32 {
@@ -3214,7 +3422,7 @@ type SeatView struct {
 
 func (x *SeatView) Reset() {
 	*x = SeatView{}
-	mi := &file_gostop_v1_game_proto_msgTypes[38]
+	mi := &file_gostop_v1_game_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3226,7 +3434,7 @@ func (x *SeatView) String() string {
 func (*SeatView) ProtoMessage() {}
 
 func (x *SeatView) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[38]
+	mi := &file_gostop_v1_game_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3239,7 +3447,7 @@ func (x *SeatView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatView.ProtoReflect.Descriptor instead.
 func (*SeatView) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{38}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SeatView) GetSeat() int32 {
@@ -3398,7 +3606,7 @@ type TurnContext struct {
 
 func (x *TurnContext) Reset() {
 	*x = TurnContext{}
-	mi := &file_gostop_v1_game_proto_msgTypes[39]
+	mi := &file_gostop_v1_game_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3410,7 +3618,7 @@ func (x *TurnContext) String() string {
 func (*TurnContext) ProtoMessage() {}
 
 func (x *TurnContext) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[39]
+	mi := &file_gostop_v1_game_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3423,7 +3631,7 @@ func (x *TurnContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnContext.ProtoReflect.Descriptor instead.
 func (*TurnContext) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{39}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TurnContext) GetSeat() int32 {
@@ -3528,7 +3736,7 @@ type Stack struct {
 
 func (x *Stack) Reset() {
 	*x = Stack{}
-	mi := &file_gostop_v1_game_proto_msgTypes[40]
+	mi := &file_gostop_v1_game_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3540,7 +3748,7 @@ func (x *Stack) String() string {
 func (*Stack) ProtoMessage() {}
 
 func (x *Stack) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[40]
+	mi := &file_gostop_v1_game_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3553,7 +3761,7 @@ func (x *Stack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stack.ProtoReflect.Descriptor instead.
 func (*Stack) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{40}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Stack) GetMonth() int32 {
@@ -3584,7 +3792,7 @@ type Pending struct {
 
 func (x *Pending) Reset() {
 	*x = Pending{}
-	mi := &file_gostop_v1_game_proto_msgTypes[41]
+	mi := &file_gostop_v1_game_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3804,7 @@ func (x *Pending) String() string {
 func (*Pending) ProtoMessage() {}
 
 func (x *Pending) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[41]
+	mi := &file_gostop_v1_game_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3817,7 @@ func (x *Pending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pending.ProtoReflect.Descriptor instead.
 func (*Pending) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{41}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Pending) GetPhase() Phase {
@@ -3658,7 +3866,7 @@ type Factor struct {
 
 func (x *Factor) Reset() {
 	*x = Factor{}
-	mi := &file_gostop_v1_game_proto_msgTypes[42]
+	mi := &file_gostop_v1_game_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3670,7 +3878,7 @@ func (x *Factor) String() string {
 func (*Factor) ProtoMessage() {}
 
 func (x *Factor) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[42]
+	mi := &file_gostop_v1_game_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3683,7 +3891,7 @@ func (x *Factor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Factor.ProtoReflect.Descriptor instead.
 func (*Factor) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{42}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Factor) GetName() string {
@@ -3713,7 +3921,7 @@ type Payment struct {
 
 func (x *Payment) Reset() {
 	*x = Payment{}
-	mi := &file_gostop_v1_game_proto_msgTypes[43]
+	mi := &file_gostop_v1_game_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3725,7 +3933,7 @@ func (x *Payment) String() string {
 func (*Payment) ProtoMessage() {}
 
 func (x *Payment) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[43]
+	mi := &file_gostop_v1_game_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3738,7 +3946,7 @@ func (x *Payment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Payment.ProtoReflect.Descriptor instead.
 func (*Payment) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{43}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Payment) GetPayer() int32 {
@@ -3783,7 +3991,7 @@ type Bill struct {
 
 func (x *Bill) Reset() {
 	*x = Bill{}
-	mi := &file_gostop_v1_game_proto_msgTypes[44]
+	mi := &file_gostop_v1_game_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3795,7 +4003,7 @@ func (x *Bill) String() string {
 func (*Bill) ProtoMessage() {}
 
 func (x *Bill) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[44]
+	mi := &file_gostop_v1_game_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3808,7 +4016,7 @@ func (x *Bill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bill.ProtoReflect.Descriptor instead.
 func (*Bill) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{44}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Bill) GetSeat() int32 {
@@ -3870,7 +4078,7 @@ type Settlement struct {
 
 func (x *Settlement) Reset() {
 	*x = Settlement{}
-	mi := &file_gostop_v1_game_proto_msgTypes[45]
+	mi := &file_gostop_v1_game_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3882,7 +4090,7 @@ func (x *Settlement) String() string {
 func (*Settlement) ProtoMessage() {}
 
 func (x *Settlement) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[45]
+	mi := &file_gostop_v1_game_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3895,7 +4103,7 @@ func (x *Settlement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settlement.ProtoReflect.Descriptor instead.
 func (*Settlement) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{45}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Settlement) GetOutcome() string {
@@ -4014,7 +4222,7 @@ type MatchSummary struct {
 
 func (x *MatchSummary) Reset() {
 	*x = MatchSummary{}
-	mi := &file_gostop_v1_game_proto_msgTypes[46]
+	mi := &file_gostop_v1_game_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4026,7 +4234,7 @@ func (x *MatchSummary) String() string {
 func (*MatchSummary) ProtoMessage() {}
 
 func (x *MatchSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[46]
+	mi := &file_gostop_v1_game_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4039,7 +4247,7 @@ func (x *MatchSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchSummary.ProtoReflect.Descriptor instead.
 func (*MatchSummary) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{46}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *MatchSummary) GetRoundNo() int32 {
@@ -4138,7 +4346,7 @@ type GameView struct {
 
 func (x *GameView) Reset() {
 	*x = GameView{}
-	mi := &file_gostop_v1_game_proto_msgTypes[47]
+	mi := &file_gostop_v1_game_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4150,7 +4358,7 @@ func (x *GameView) String() string {
 func (*GameView) ProtoMessage() {}
 
 func (x *GameView) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[47]
+	mi := &file_gostop_v1_game_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4163,7 +4371,7 @@ func (x *GameView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GameView.ProtoReflect.Descriptor instead.
 func (*GameView) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{47}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GameView) GetGameId() string {
@@ -4343,7 +4551,7 @@ type PlayRecord struct {
 
 func (x *PlayRecord) Reset() {
 	*x = PlayRecord{}
-	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	mi := &file_gostop_v1_game_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4355,7 +4563,7 @@ func (x *PlayRecord) String() string {
 func (*PlayRecord) ProtoMessage() {}
 
 func (x *PlayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	mi := &file_gostop_v1_game_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4368,7 +4576,7 @@ func (x *PlayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayRecord.ProtoReflect.Descriptor instead.
 func (*PlayRecord) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{48}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PlayRecord) GetSeat() int32 {
@@ -4439,7 +4647,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_gostop_v1_game_proto_msgTypes[49]
+	mi := &file_gostop_v1_game_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4451,7 +4659,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[49]
+	mi := &file_gostop_v1_game_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4464,7 +4672,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{49}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Event) GetKind() isEvent_Kind {
@@ -4909,7 +5117,7 @@ type Redealt struct {
 
 func (x *Redealt) Reset() {
 	*x = Redealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[50]
+	mi := &file_gostop_v1_game_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4921,7 +5129,7 @@ func (x *Redealt) String() string {
 func (*Redealt) ProtoMessage() {}
 
 func (x *Redealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[50]
+	mi := &file_gostop_v1_game_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4934,7 +5142,7 @@ func (x *Redealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redealt.ProtoReflect.Descriptor instead.
 func (*Redealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{50}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Redealt) GetReason() string {
@@ -4965,7 +5173,7 @@ type Dealt struct {
 
 func (x *Dealt) Reset() {
 	*x = Dealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[51]
+	mi := &file_gostop_v1_game_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4977,7 +5185,7 @@ func (x *Dealt) String() string {
 func (*Dealt) ProtoMessage() {}
 
 func (x *Dealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[51]
+	mi := &file_gostop_v1_game_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4990,7 +5198,7 @@ func (x *Dealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dealt.ProtoReflect.Descriptor instead.
 func (*Dealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{51}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Dealt) GetDealer() int32 {
@@ -5041,7 +5249,7 @@ type BonusCaptured struct {
 
 func (x *BonusCaptured) Reset() {
 	*x = BonusCaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[52]
+	mi := &file_gostop_v1_game_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5053,7 +5261,7 @@ func (x *BonusCaptured) String() string {
 func (*BonusCaptured) ProtoMessage() {}
 
 func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[52]
+	mi := &file_gostop_v1_game_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5066,7 +5274,7 @@ func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BonusCaptured.ProtoReflect.Descriptor instead.
 func (*BonusCaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{52}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *BonusCaptured) GetSeat() int32 {
@@ -5108,7 +5316,7 @@ type SatOut struct {
 
 func (x *SatOut) Reset() {
 	*x = SatOut{}
-	mi := &file_gostop_v1_game_proto_msgTypes[53]
+	mi := &file_gostop_v1_game_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5120,7 +5328,7 @@ func (x *SatOut) String() string {
 func (*SatOut) ProtoMessage() {}
 
 func (x *SatOut) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[53]
+	mi := &file_gostop_v1_game_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5133,7 +5341,7 @@ func (x *SatOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SatOut.ProtoReflect.Descriptor instead.
 func (*SatOut) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{53}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SatOut) GetSeat() int32 {
@@ -5160,7 +5368,7 @@ type JoinedRound struct {
 
 func (x *JoinedRound) Reset() {
 	*x = JoinedRound{}
-	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	mi := &file_gostop_v1_game_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5172,7 +5380,7 @@ func (x *JoinedRound) String() string {
 func (*JoinedRound) ProtoMessage() {}
 
 func (x *JoinedRound) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	mi := &file_gostop_v1_game_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5185,7 +5393,7 @@ func (x *JoinedRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinedRound.ProtoReflect.Descriptor instead.
 func (*JoinedRound) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{54}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *JoinedRound) GetSeat() int32 {
@@ -5207,7 +5415,7 @@ type GwangSold struct {
 
 func (x *GwangSold) Reset() {
 	*x = GwangSold{}
-	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	mi := &file_gostop_v1_game_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5219,7 +5427,7 @@ func (x *GwangSold) String() string {
 func (*GwangSold) ProtoMessage() {}
 
 func (x *GwangSold) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	mi := &file_gostop_v1_game_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5232,7 +5440,7 @@ func (x *GwangSold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GwangSold.ProtoReflect.Descriptor instead.
 func (*GwangSold) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{55}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GwangSold) GetSeat() int32 {
@@ -5268,7 +5476,7 @@ type CardPlayed struct {
 
 func (x *CardPlayed) Reset() {
 	*x = CardPlayed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	mi := &file_gostop_v1_game_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5280,7 +5488,7 @@ func (x *CardPlayed) String() string {
 func (*CardPlayed) ProtoMessage() {}
 
 func (x *CardPlayed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	mi := &file_gostop_v1_game_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5293,7 +5501,7 @@ func (x *CardPlayed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardPlayed.ProtoReflect.Descriptor instead.
 func (*CardPlayed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{56}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CardPlayed) GetSeat() int32 {
@@ -5329,7 +5537,7 @@ type Shaken struct {
 
 func (x *Shaken) Reset() {
 	*x = Shaken{}
-	mi := &file_gostop_v1_game_proto_msgTypes[57]
+	mi := &file_gostop_v1_game_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5341,7 +5549,7 @@ func (x *Shaken) String() string {
 func (*Shaken) ProtoMessage() {}
 
 func (x *Shaken) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[57]
+	mi := &file_gostop_v1_game_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5354,7 +5562,7 @@ func (x *Shaken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shaken.ProtoReflect.Descriptor instead.
 func (*Shaken) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{57}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Shaken) GetSeat() int32 {
@@ -5391,7 +5599,7 @@ type Bombed struct {
 
 func (x *Bombed) Reset() {
 	*x = Bombed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[58]
+	mi := &file_gostop_v1_game_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5403,7 +5611,7 @@ func (x *Bombed) String() string {
 func (*Bombed) ProtoMessage() {}
 
 func (x *Bombed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[58]
+	mi := &file_gostop_v1_game_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5416,7 +5624,7 @@ func (x *Bombed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bombed.ProtoReflect.Descriptor instead.
 func (*Bombed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{58}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Bombed) GetSeat() int32 {
@@ -5458,7 +5666,7 @@ type FlipOnlyUsed struct {
 
 func (x *FlipOnlyUsed) Reset() {
 	*x = FlipOnlyUsed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[59]
+	mi := &file_gostop_v1_game_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5470,7 +5678,7 @@ func (x *FlipOnlyUsed) String() string {
 func (*FlipOnlyUsed) ProtoMessage() {}
 
 func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[59]
+	mi := &file_gostop_v1_game_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5483,7 +5691,7 @@ func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlipOnlyUsed.ProtoReflect.Descriptor instead.
 func (*FlipOnlyUsed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{59}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *FlipOnlyUsed) GetSeat() int32 {
@@ -5511,7 +5719,7 @@ type CardFlipped struct {
 
 func (x *CardFlipped) Reset() {
 	*x = CardFlipped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[60]
+	mi := &file_gostop_v1_game_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5523,7 +5731,7 @@ func (x *CardFlipped) String() string {
 func (*CardFlipped) ProtoMessage() {}
 
 func (x *CardFlipped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[60]
+	mi := &file_gostop_v1_game_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5536,7 +5744,7 @@ func (x *CardFlipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardFlipped.ProtoReflect.Descriptor instead.
 func (*CardFlipped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{60}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CardFlipped) GetSeat() int32 {
@@ -5564,7 +5772,7 @@ type CardLaid struct {
 
 func (x *CardLaid) Reset() {
 	*x = CardLaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[61]
+	mi := &file_gostop_v1_game_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5576,7 +5784,7 @@ func (x *CardLaid) String() string {
 func (*CardLaid) ProtoMessage() {}
 
 func (x *CardLaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[61]
+	mi := &file_gostop_v1_game_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5589,7 +5797,7 @@ func (x *CardLaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardLaid.ProtoReflect.Descriptor instead.
 func (*CardLaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{61}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *CardLaid) GetSeat() int32 {
@@ -5617,7 +5825,7 @@ type Captured struct {
 
 func (x *Captured) Reset() {
 	*x = Captured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[62]
+	mi := &file_gostop_v1_game_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5629,7 +5837,7 @@ func (x *Captured) String() string {
 func (*Captured) ProtoMessage() {}
 
 func (x *Captured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[62]
+	mi := &file_gostop_v1_game_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5642,7 +5850,7 @@ func (x *Captured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Captured.ProtoReflect.Descriptor instead.
 func (*Captured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{62}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Captured) GetSeat() int32 {
@@ -5672,7 +5880,7 @@ type PpeokFormed struct {
 
 func (x *PpeokFormed) Reset() {
 	*x = PpeokFormed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5684,7 +5892,7 @@ func (x *PpeokFormed) String() string {
 func (*PpeokFormed) ProtoMessage() {}
 
 func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5697,7 +5905,7 @@ func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokFormed.ProtoReflect.Descriptor instead.
 func (*PpeokFormed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{63}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *PpeokFormed) GetSeat() int32 {
@@ -5741,7 +5949,7 @@ type PpeokRecaptured struct {
 
 func (x *PpeokRecaptured) Reset() {
 	*x = PpeokRecaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5753,7 +5961,7 @@ func (x *PpeokRecaptured) String() string {
 func (*PpeokRecaptured) ProtoMessage() {}
 
 func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5766,7 +5974,7 @@ func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokRecaptured.ProtoReflect.Descriptor instead.
 func (*PpeokRecaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{64}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PpeokRecaptured) GetSeat() int32 {
@@ -5809,7 +6017,7 @@ type Jjok struct {
 
 func (x *Jjok) Reset() {
 	*x = Jjok{}
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5821,7 +6029,7 @@ func (x *Jjok) String() string {
 func (*Jjok) ProtoMessage() {}
 
 func (x *Jjok) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5834,7 +6042,7 @@ func (x *Jjok) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Jjok.ProtoReflect.Descriptor instead.
 func (*Jjok) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Jjok) GetSeat() int32 {
@@ -5870,7 +6078,7 @@ type Ttadak struct {
 
 func (x *Ttadak) Reset() {
 	*x = Ttadak{}
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5882,7 +6090,7 @@ func (x *Ttadak) String() string {
 func (*Ttadak) ProtoMessage() {}
 
 func (x *Ttadak) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5895,7 +6103,7 @@ func (x *Ttadak) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ttadak.ProtoReflect.Descriptor instead.
 func (*Ttadak) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *Ttadak) GetSeat() int32 {
@@ -5931,7 +6139,7 @@ type Sseul struct {
 
 func (x *Sseul) Reset() {
 	*x = Sseul{}
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5943,7 +6151,7 @@ func (x *Sseul) String() string {
 func (*Sseul) ProtoMessage() {}
 
 func (x *Sseul) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5956,7 +6164,7 @@ func (x *Sseul) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sseul.ProtoReflect.Descriptor instead.
 func (*Sseul) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Sseul) GetSeat() int32 {
@@ -5994,7 +6202,7 @@ type PiStolen struct {
 
 func (x *PiStolen) Reset() {
 	*x = PiStolen{}
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6006,7 +6214,7 @@ func (x *PiStolen) String() string {
 func (*PiStolen) ProtoMessage() {}
 
 func (x *PiStolen) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6019,7 +6227,7 @@ func (x *PiStolen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiStolen.ProtoReflect.Descriptor instead.
 func (*PiStolen) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PiStolen) GetSeat() int32 {
@@ -6069,7 +6277,7 @@ type GukjinDecided struct {
 
 func (x *GukjinDecided) Reset() {
 	*x = GukjinDecided{}
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6081,7 +6289,7 @@ func (x *GukjinDecided) String() string {
 func (*GukjinDecided) ProtoMessage() {}
 
 func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6094,7 +6302,7 @@ func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GukjinDecided.ProtoReflect.Descriptor instead.
 func (*GukjinDecided) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *GukjinDecided) GetSeat() int32 {
@@ -6130,7 +6338,7 @@ type ScoreChanged struct {
 
 func (x *ScoreChanged) Reset() {
 	*x = ScoreChanged{}
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6142,7 +6350,7 @@ func (x *ScoreChanged) String() string {
 func (*ScoreChanged) ProtoMessage() {}
 
 func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6155,7 +6363,7 @@ func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreChanged.ProtoReflect.Descriptor instead.
 func (*ScoreChanged) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ScoreChanged) GetSeat() int32 {
@@ -6191,7 +6399,7 @@ type WentGo struct {
 
 func (x *WentGo) Reset() {
 	*x = WentGo{}
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6203,7 +6411,7 @@ func (x *WentGo) String() string {
 func (*WentGo) ProtoMessage() {}
 
 func (x *WentGo) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6216,7 +6424,7 @@ func (x *WentGo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WentGo.ProtoReflect.Descriptor instead.
 func (*WentGo) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *WentGo) GetSeat() int32 {
@@ -6252,7 +6460,7 @@ type Stopped struct {
 
 func (x *Stopped) Reset() {
 	*x = Stopped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6264,7 +6472,7 @@ func (x *Stopped) String() string {
 func (*Stopped) ProtoMessage() {}
 
 func (x *Stopped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6277,7 +6485,7 @@ func (x *Stopped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stopped.ProtoReflect.Descriptor instead.
 func (*Stopped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Stopped) GetSeat() int32 {
@@ -6311,7 +6519,7 @@ type InstantPaid struct {
 
 func (x *InstantPaid) Reset() {
 	*x = InstantPaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6323,7 +6531,7 @@ func (x *InstantPaid) String() string {
 func (*InstantPaid) ProtoMessage() {}
 
 func (x *InstantPaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6336,7 +6544,7 @@ func (x *InstantPaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantPaid.ProtoReflect.Descriptor instead.
 func (*InstantPaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *InstantPaid) GetPayment() *Payment {
@@ -6358,7 +6566,7 @@ type InstantWin struct {
 
 func (x *InstantWin) Reset() {
 	*x = InstantWin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6370,7 +6578,7 @@ func (x *InstantWin) String() string {
 func (*InstantWin) ProtoMessage() {}
 
 func (x *InstantWin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6383,7 +6591,7 @@ func (x *InstantWin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantWin.ProtoReflect.Descriptor instead.
 func (*InstantWin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *InstantWin) GetSeat() int32 {
@@ -6418,7 +6626,7 @@ type InstantLoss struct {
 
 func (x *InstantLoss) Reset() {
 	*x = InstantLoss{}
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6430,7 +6638,7 @@ func (x *InstantLoss) String() string {
 func (*InstantLoss) ProtoMessage() {}
 
 func (x *InstantLoss) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6443,7 +6651,7 @@ func (x *InstantLoss) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantLoss.ProtoReflect.Descriptor instead.
 func (*InstantLoss) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *InstantLoss) GetSeat() int32 {
@@ -6470,7 +6678,7 @@ type Nagari struct {
 
 func (x *Nagari) Reset() {
 	*x = Nagari{}
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6482,7 +6690,7 @@ func (x *Nagari) String() string {
 func (*Nagari) ProtoMessage() {}
 
 func (x *Nagari) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6495,7 +6703,7 @@ func (x *Nagari) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Nagari.ProtoReflect.Descriptor instead.
 func (*Nagari) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *Nagari) GetReason() string {
@@ -6515,7 +6723,7 @@ type RoundSettled struct {
 
 func (x *RoundSettled) Reset() {
 	*x = RoundSettled{}
-	mi := &file_gostop_v1_game_proto_msgTypes[77]
+	mi := &file_gostop_v1_game_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6527,7 +6735,7 @@ func (x *RoundSettled) String() string {
 func (*RoundSettled) ProtoMessage() {}
 
 func (x *RoundSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[77]
+	mi := &file_gostop_v1_game_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6540,7 +6748,7 @@ func (x *RoundSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoundSettled.ProtoReflect.Descriptor instead.
 func (*RoundSettled) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{77}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *RoundSettled) GetSettlement() *Settlement {
@@ -6669,13 +6877,25 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\a_rounds\"5\n" +
 	"\tSeatToken\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x14\n" +
-	"\x05token\x18\x02 \x01(\tR\x05token\"\xc4\x01\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\"\x88\x02\n" +
 	"\x12CreateGameResponse\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12*\n" +
 	"\x05seats\x18\x02 \x03(\v2\x14.gostop.v1.SeatTokenR\x05seats\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x03R\aversion\x12'\n" +
 	"\x04view\x18\x04 \x01(\v2\x13.gostop.v1.GameViewR\x04view\x12&\n" +
-	"\x05rules\x18\x05 \x01(\v2\x10.gostop.v1.RulesR\x05rules\")\n" +
+	"\x05rules\x18\x05 \x01(\v2\x10.gostop.v1.RulesR\x05rules\x12B\n" +
+	"\x0fdeal_commitment\x18\x06 \x01(\v2\x19.gostop.v1.DealCommitmentR\x0edealCommitment\"\x85\x01\n" +
+	"\x0eDealCommitment\x12\x16\n" +
+	"\x06scheme\x18\x01 \x01(\tR\x06scheme\x12-\n" +
+	"\x06source\x18\x02 \x01(\x0e2\x15.gostop.v1.DealSourceR\x06source\x12,\n" +
+	"\x12server_seed_sha256\x18\x03 \x01(\fR\x10serverSeedSha256\"c\n" +
+	"\n" +
+	"DealReveal\x12\x1f\n" +
+	"\vserver_seed\x18\x01 \x01(\fR\n" +
+	"serverSeed\x12$\n" +
+	"\vclient_seed\x18\x02 \x01(\x04H\x00R\n" +
+	"clientSeed\x88\x01\x01B\x0e\n" +
+	"\f_client_seed\")\n" +
 	"\x0eGetGameRequest\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\"T\n" +
 	"\x0fGetGameResponse\x12'\n" +
@@ -6764,7 +6984,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x06action\x18\x03 \x01(\v2\x11.gostop.v1.ActionR\x06action\x12(\n" +
 	"\x06events\x18\x04 \x03(\v2\x10.gostop.v1.EventR\x06events\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\"\x84\x02\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"\x80\x03\n" +
 	"\x12GetGameLogResponse\x12-\n" +
 	"\aentries\x18\x01 \x03(\v2\x13.gostop.v1.LogEntryR\aentries\x12&\n" +
 	"\x05rules\x18\x02 \x01(\v2\x10.gostop.v1.RulesR\x05rules\x12\x12\n" +
@@ -6772,7 +6992,10 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x06rounds\x18\x04 \x01(\x05R\x06rounds\x12#\n" +
 	"\x04deal\x18\x05 \x01(\v2\x0f.gostop.v1.DealR\x04deal\x12,\n" +
 	"\x12next_after_version\x18\x06 \x01(\x03R\x10nextAfterVersion\x12\x18\n" +
-	"\aversion\x18\a \x01(\x03R\aversion\"\xa1\x03\n" +
+	"\aversion\x18\a \x01(\x03R\aversion\x12B\n" +
+	"\x0fdeal_commitment\x18\b \x01(\v2\x19.gostop.v1.DealCommitmentR\x0edealCommitment\x126\n" +
+	"\vdeal_reveal\x18\t \x01(\v2\x15.gostop.v1.DealRevealR\n" +
+	"dealReveal\"\xa1\x03\n" +
 	"\x05Score\x12\x1f\n" +
 	"\vgwang_count\x18\x01 \x01(\x05R\n" +
 	"gwangCount\x12\x1f\n" +
@@ -7108,7 +7331,13 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x1bLAST_TURN_EVENT_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15LAST_TURN_EVENT_SSEUL\x10\x01\x12\x18\n" +
 	"\x14LAST_TURN_EVENT_JJOK\x10\x02\x12\x1a\n" +
-	"\x16LAST_TURN_EVENT_TTADAK\x10\x03*\xba\x01\n" +
+	"\x16LAST_TURN_EVENT_TTADAK\x10\x03*\x7f\n" +
+	"\n" +
+	"DealSource\x12\x1b\n" +
+	"\x17DEAL_SOURCE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12DEAL_SOURCE_SERVER\x10\x01\x12\x1d\n" +
+	"\x19DEAL_SOURCE_OPERATOR_SEED\x10\x02\x12\x1d\n" +
+	"\x19DEAL_SOURCE_OPERATOR_DEAL\x10\x03*\xba\x01\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPHASE_SIT_OUT\x10\x01\x12\x14\n" +
@@ -7146,8 +7375,8 @@ func file_gostop_v1_game_proto_rawDescGZIP() []byte {
 	return file_gostop_v1_game_proto_rawDescData
 }
 
-var file_gostop_v1_game_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_gostop_v1_game_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_gostop_v1_game_proto_goTypes = []any{
 	(GoScoring)(0),                 // 0: gostop.v1.GoScoring
 	(LastActionGo)(0),              // 1: gostop.v1.LastActionGo
@@ -7158,85 +7387,88 @@ var file_gostop_v1_game_proto_goTypes = []any{
 	(ThreePpeok)(0),                // 6: gostop.v1.ThreePpeok
 	(FirstLeader)(0),               // 7: gostop.v1.FirstLeader
 	(LastTurnEvent)(0),             // 8: gostop.v1.LastTurnEvent
-	(Phase)(0),                     // 9: gostop.v1.Phase
-	(*Rules)(nil),                  // 10: gostop.v1.Rules
-	(*LastTurnEvents)(nil),         // 11: gostop.v1.LastTurnEvents
-	(*PpeokPayments)(nil),          // 12: gostop.v1.PpeokPayments
-	(*RuleSet)(nil),                // 13: gostop.v1.RuleSet
-	(*ListRuleSetsRequest)(nil),    // 14: gostop.v1.ListRuleSetsRequest
-	(*ListRuleSetsResponse)(nil),   // 15: gostop.v1.ListRuleSetsResponse
-	(*Hand)(nil),                   // 16: gostop.v1.Hand
-	(*Deal)(nil),                   // 17: gostop.v1.Deal
-	(*CreateGameRequest)(nil),      // 18: gostop.v1.CreateGameRequest
-	(*SeatToken)(nil),              // 19: gostop.v1.SeatToken
-	(*CreateGameResponse)(nil),     // 20: gostop.v1.CreateGameResponse
-	(*GetGameRequest)(nil),         // 21: gostop.v1.GetGameRequest
-	(*GetGameResponse)(nil),        // 22: gostop.v1.GetGameResponse
-	(*Action)(nil),                 // 23: gostop.v1.Action
-	(*PlayCard)(nil),               // 24: gostop.v1.PlayCard
-	(*Bomb)(nil),                   // 25: gostop.v1.Bomb
-	(*FlipOnly)(nil),               // 26: gostop.v1.FlipOnly
-	(*ChooseCapture)(nil),          // 27: gostop.v1.ChooseCapture
-	(*KeepGukjin)(nil),             // 28: gostop.v1.KeepGukjin
-	(*ConvertGukjin)(nil),          // 29: gostop.v1.ConvertGukjin
-	(*Go)(nil),                     // 30: gostop.v1.Go
-	(*Stop)(nil),                   // 31: gostop.v1.Stop
-	(*JoinRound)(nil),              // 32: gostop.v1.JoinRound
-	(*SitOut)(nil),                 // 33: gostop.v1.SitOut
-	(*SellGwang)(nil),              // 34: gostop.v1.SellGwang
-	(*DeclineGwangSale)(nil),       // 35: gostop.v1.DeclineGwangSale
-	(*LegalAction)(nil),            // 36: gostop.v1.LegalAction
-	(*SubmitActionRequest)(nil),    // 37: gostop.v1.SubmitActionRequest
-	(*TurnResult)(nil),             // 38: gostop.v1.TurnResult
-	(*SubmitActionResponse)(nil),   // 39: gostop.v1.SubmitActionResponse
-	(*StartNextRoundRequest)(nil),  // 40: gostop.v1.StartNextRoundRequest
-	(*StartNextRoundResponse)(nil), // 41: gostop.v1.StartNextRoundResponse
-	(*WatchGameRequest)(nil),       // 42: gostop.v1.WatchGameRequest
-	(*WatchGameResponse)(nil),      // 43: gostop.v1.WatchGameResponse
-	(*GetGameLogRequest)(nil),      // 44: gostop.v1.GetGameLogRequest
-	(*LogEntry)(nil),               // 45: gostop.v1.LogEntry
-	(*GetGameLogResponse)(nil),     // 46: gostop.v1.GetGameLogResponse
-	(*Score)(nil),                  // 47: gostop.v1.Score
-	(*SeatView)(nil),               // 48: gostop.v1.SeatView
-	(*TurnContext)(nil),            // 49: gostop.v1.TurnContext
-	(*Stack)(nil),                  // 50: gostop.v1.Stack
-	(*Pending)(nil),                // 51: gostop.v1.Pending
-	(*Factor)(nil),                 // 52: gostop.v1.Factor
-	(*Payment)(nil),                // 53: gostop.v1.Payment
-	(*Bill)(nil),                   // 54: gostop.v1.Bill
-	(*Settlement)(nil),             // 55: gostop.v1.Settlement
-	(*MatchSummary)(nil),           // 56: gostop.v1.MatchSummary
-	(*GameView)(nil),               // 57: gostop.v1.GameView
-	(*PlayRecord)(nil),             // 58: gostop.v1.PlayRecord
-	(*Event)(nil),                  // 59: gostop.v1.Event
-	(*Redealt)(nil),                // 60: gostop.v1.Redealt
-	(*Dealt)(nil),                  // 61: gostop.v1.Dealt
-	(*BonusCaptured)(nil),          // 62: gostop.v1.BonusCaptured
-	(*SatOut)(nil),                 // 63: gostop.v1.SatOut
-	(*JoinedRound)(nil),            // 64: gostop.v1.JoinedRound
-	(*GwangSold)(nil),              // 65: gostop.v1.GwangSold
-	(*CardPlayed)(nil),             // 66: gostop.v1.CardPlayed
-	(*Shaken)(nil),                 // 67: gostop.v1.Shaken
-	(*Bombed)(nil),                 // 68: gostop.v1.Bombed
-	(*FlipOnlyUsed)(nil),           // 69: gostop.v1.FlipOnlyUsed
-	(*CardFlipped)(nil),            // 70: gostop.v1.CardFlipped
-	(*CardLaid)(nil),               // 71: gostop.v1.CardLaid
-	(*Captured)(nil),               // 72: gostop.v1.Captured
-	(*PpeokFormed)(nil),            // 73: gostop.v1.PpeokFormed
-	(*PpeokRecaptured)(nil),        // 74: gostop.v1.PpeokRecaptured
-	(*Jjok)(nil),                   // 75: gostop.v1.Jjok
-	(*Ttadak)(nil),                 // 76: gostop.v1.Ttadak
-	(*Sseul)(nil),                  // 77: gostop.v1.Sseul
-	(*PiStolen)(nil),               // 78: gostop.v1.PiStolen
-	(*GukjinDecided)(nil),          // 79: gostop.v1.GukjinDecided
-	(*ScoreChanged)(nil),           // 80: gostop.v1.ScoreChanged
-	(*WentGo)(nil),                 // 81: gostop.v1.WentGo
-	(*Stopped)(nil),                // 82: gostop.v1.Stopped
-	(*InstantPaid)(nil),            // 83: gostop.v1.InstantPaid
-	(*InstantWin)(nil),             // 84: gostop.v1.InstantWin
-	(*InstantLoss)(nil),            // 85: gostop.v1.InstantLoss
-	(*Nagari)(nil),                 // 86: gostop.v1.Nagari
-	(*RoundSettled)(nil),           // 87: gostop.v1.RoundSettled
+	(DealSource)(0),                // 9: gostop.v1.DealSource
+	(Phase)(0),                     // 10: gostop.v1.Phase
+	(*Rules)(nil),                  // 11: gostop.v1.Rules
+	(*LastTurnEvents)(nil),         // 12: gostop.v1.LastTurnEvents
+	(*PpeokPayments)(nil),          // 13: gostop.v1.PpeokPayments
+	(*RuleSet)(nil),                // 14: gostop.v1.RuleSet
+	(*ListRuleSetsRequest)(nil),    // 15: gostop.v1.ListRuleSetsRequest
+	(*ListRuleSetsResponse)(nil),   // 16: gostop.v1.ListRuleSetsResponse
+	(*Hand)(nil),                   // 17: gostop.v1.Hand
+	(*Deal)(nil),                   // 18: gostop.v1.Deal
+	(*CreateGameRequest)(nil),      // 19: gostop.v1.CreateGameRequest
+	(*SeatToken)(nil),              // 20: gostop.v1.SeatToken
+	(*CreateGameResponse)(nil),     // 21: gostop.v1.CreateGameResponse
+	(*DealCommitment)(nil),         // 22: gostop.v1.DealCommitment
+	(*DealReveal)(nil),             // 23: gostop.v1.DealReveal
+	(*GetGameRequest)(nil),         // 24: gostop.v1.GetGameRequest
+	(*GetGameResponse)(nil),        // 25: gostop.v1.GetGameResponse
+	(*Action)(nil),                 // 26: gostop.v1.Action
+	(*PlayCard)(nil),               // 27: gostop.v1.PlayCard
+	(*Bomb)(nil),                   // 28: gostop.v1.Bomb
+	(*FlipOnly)(nil),               // 29: gostop.v1.FlipOnly
+	(*ChooseCapture)(nil),          // 30: gostop.v1.ChooseCapture
+	(*KeepGukjin)(nil),             // 31: gostop.v1.KeepGukjin
+	(*ConvertGukjin)(nil),          // 32: gostop.v1.ConvertGukjin
+	(*Go)(nil),                     // 33: gostop.v1.Go
+	(*Stop)(nil),                   // 34: gostop.v1.Stop
+	(*JoinRound)(nil),              // 35: gostop.v1.JoinRound
+	(*SitOut)(nil),                 // 36: gostop.v1.SitOut
+	(*SellGwang)(nil),              // 37: gostop.v1.SellGwang
+	(*DeclineGwangSale)(nil),       // 38: gostop.v1.DeclineGwangSale
+	(*LegalAction)(nil),            // 39: gostop.v1.LegalAction
+	(*SubmitActionRequest)(nil),    // 40: gostop.v1.SubmitActionRequest
+	(*TurnResult)(nil),             // 41: gostop.v1.TurnResult
+	(*SubmitActionResponse)(nil),   // 42: gostop.v1.SubmitActionResponse
+	(*StartNextRoundRequest)(nil),  // 43: gostop.v1.StartNextRoundRequest
+	(*StartNextRoundResponse)(nil), // 44: gostop.v1.StartNextRoundResponse
+	(*WatchGameRequest)(nil),       // 45: gostop.v1.WatchGameRequest
+	(*WatchGameResponse)(nil),      // 46: gostop.v1.WatchGameResponse
+	(*GetGameLogRequest)(nil),      // 47: gostop.v1.GetGameLogRequest
+	(*LogEntry)(nil),               // 48: gostop.v1.LogEntry
+	(*GetGameLogResponse)(nil),     // 49: gostop.v1.GetGameLogResponse
+	(*Score)(nil),                  // 50: gostop.v1.Score
+	(*SeatView)(nil),               // 51: gostop.v1.SeatView
+	(*TurnContext)(nil),            // 52: gostop.v1.TurnContext
+	(*Stack)(nil),                  // 53: gostop.v1.Stack
+	(*Pending)(nil),                // 54: gostop.v1.Pending
+	(*Factor)(nil),                 // 55: gostop.v1.Factor
+	(*Payment)(nil),                // 56: gostop.v1.Payment
+	(*Bill)(nil),                   // 57: gostop.v1.Bill
+	(*Settlement)(nil),             // 58: gostop.v1.Settlement
+	(*MatchSummary)(nil),           // 59: gostop.v1.MatchSummary
+	(*GameView)(nil),               // 60: gostop.v1.GameView
+	(*PlayRecord)(nil),             // 61: gostop.v1.PlayRecord
+	(*Event)(nil),                  // 62: gostop.v1.Event
+	(*Redealt)(nil),                // 63: gostop.v1.Redealt
+	(*Dealt)(nil),                  // 64: gostop.v1.Dealt
+	(*BonusCaptured)(nil),          // 65: gostop.v1.BonusCaptured
+	(*SatOut)(nil),                 // 66: gostop.v1.SatOut
+	(*JoinedRound)(nil),            // 67: gostop.v1.JoinedRound
+	(*GwangSold)(nil),              // 68: gostop.v1.GwangSold
+	(*CardPlayed)(nil),             // 69: gostop.v1.CardPlayed
+	(*Shaken)(nil),                 // 70: gostop.v1.Shaken
+	(*Bombed)(nil),                 // 71: gostop.v1.Bombed
+	(*FlipOnlyUsed)(nil),           // 72: gostop.v1.FlipOnlyUsed
+	(*CardFlipped)(nil),            // 73: gostop.v1.CardFlipped
+	(*CardLaid)(nil),               // 74: gostop.v1.CardLaid
+	(*Captured)(nil),               // 75: gostop.v1.Captured
+	(*PpeokFormed)(nil),            // 76: gostop.v1.PpeokFormed
+	(*PpeokRecaptured)(nil),        // 77: gostop.v1.PpeokRecaptured
+	(*Jjok)(nil),                   // 78: gostop.v1.Jjok
+	(*Ttadak)(nil),                 // 79: gostop.v1.Ttadak
+	(*Sseul)(nil),                  // 80: gostop.v1.Sseul
+	(*PiStolen)(nil),               // 81: gostop.v1.PiStolen
+	(*GukjinDecided)(nil),          // 82: gostop.v1.GukjinDecided
+	(*ScoreChanged)(nil),           // 83: gostop.v1.ScoreChanged
+	(*WentGo)(nil),                 // 84: gostop.v1.WentGo
+	(*Stopped)(nil),                // 85: gostop.v1.Stopped
+	(*InstantPaid)(nil),            // 86: gostop.v1.InstantPaid
+	(*InstantWin)(nil),             // 87: gostop.v1.InstantWin
+	(*InstantLoss)(nil),            // 88: gostop.v1.InstantLoss
+	(*Nagari)(nil),                 // 89: gostop.v1.Nagari
+	(*RoundSettled)(nil),           // 90: gostop.v1.RoundSettled
 }
 var file_gostop_v1_game_proto_depIdxs = []int32{
 	0,   // 0: gostop.v1.Rules.go_scoring:type_name -> gostop.v1.GoScoring
@@ -7244,116 +7476,120 @@ var file_gostop_v1_game_proto_depIdxs = []int32{
 	2,   // 2: gostop.v1.Rules.exhausted:type_name -> gostop.v1.Exhausted
 	3,   // 3: gostop.v1.Rules.shake_bomb_count:type_name -> gostop.v1.ShakeCount
 	4,   // 4: gostop.v1.Rules.sseul_mode:type_name -> gostop.v1.SseulMode
-	11,  // 5: gostop.v1.Rules.last_turn_no_steal:type_name -> gostop.v1.LastTurnEvents
+	12,  // 5: gostop.v1.Rules.last_turn_no_steal:type_name -> gostop.v1.LastTurnEvents
 	5,   // 6: gostop.v1.Rules.gukjin:type_name -> gostop.v1.GukjinMode
-	12,  // 7: gostop.v1.Rules.ppeok_payments:type_name -> gostop.v1.PpeokPayments
+	13,  // 7: gostop.v1.Rules.ppeok_payments:type_name -> gostop.v1.PpeokPayments
 	6,   // 8: gostop.v1.Rules.three_ppeok:type_name -> gostop.v1.ThreePpeok
 	7,   // 9: gostop.v1.Rules.first_leader:type_name -> gostop.v1.FirstLeader
 	8,   // 10: gostop.v1.LastTurnEvents.events:type_name -> gostop.v1.LastTurnEvent
-	10,  // 11: gostop.v1.RuleSet.rules:type_name -> gostop.v1.Rules
-	13,  // 12: gostop.v1.ListRuleSetsResponse.rule_sets:type_name -> gostop.v1.RuleSet
-	16,  // 13: gostop.v1.Deal.hands:type_name -> gostop.v1.Hand
-	10,  // 14: gostop.v1.CreateGameRequest.overrides:type_name -> gostop.v1.Rules
-	17,  // 15: gostop.v1.CreateGameRequest.deal:type_name -> gostop.v1.Deal
-	19,  // 16: gostop.v1.CreateGameResponse.seats:type_name -> gostop.v1.SeatToken
-	57,  // 17: gostop.v1.CreateGameResponse.view:type_name -> gostop.v1.GameView
-	10,  // 18: gostop.v1.CreateGameResponse.rules:type_name -> gostop.v1.Rules
-	57,  // 19: gostop.v1.GetGameResponse.view:type_name -> gostop.v1.GameView
-	24,  // 20: gostop.v1.Action.play_card:type_name -> gostop.v1.PlayCard
-	25,  // 21: gostop.v1.Action.bomb:type_name -> gostop.v1.Bomb
-	26,  // 22: gostop.v1.Action.flip_only:type_name -> gostop.v1.FlipOnly
-	27,  // 23: gostop.v1.Action.choose_capture:type_name -> gostop.v1.ChooseCapture
-	28,  // 24: gostop.v1.Action.keep_gukjin:type_name -> gostop.v1.KeepGukjin
-	29,  // 25: gostop.v1.Action.convert_gukjin:type_name -> gostop.v1.ConvertGukjin
-	30,  // 26: gostop.v1.Action.go:type_name -> gostop.v1.Go
-	31,  // 27: gostop.v1.Action.stop:type_name -> gostop.v1.Stop
-	32,  // 28: gostop.v1.Action.join_round:type_name -> gostop.v1.JoinRound
-	33,  // 29: gostop.v1.Action.sit_out:type_name -> gostop.v1.SitOut
-	34,  // 30: gostop.v1.Action.sell_gwang:type_name -> gostop.v1.SellGwang
-	35,  // 31: gostop.v1.Action.decline_gwang_sale:type_name -> gostop.v1.DeclineGwangSale
-	23,  // 32: gostop.v1.LegalAction.action:type_name -> gostop.v1.Action
-	23,  // 33: gostop.v1.SubmitActionRequest.structured:type_name -> gostop.v1.Action
-	59,  // 34: gostop.v1.TurnResult.events:type_name -> gostop.v1.Event
-	57,  // 35: gostop.v1.TurnResult.view:type_name -> gostop.v1.GameView
-	55,  // 36: gostop.v1.TurnResult.settlement:type_name -> gostop.v1.Settlement
-	38,  // 37: gostop.v1.SubmitActionResponse.result:type_name -> gostop.v1.TurnResult
-	38,  // 38: gostop.v1.StartNextRoundResponse.result:type_name -> gostop.v1.TurnResult
-	59,  // 39: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
-	23,  // 40: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
-	59,  // 41: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
-	45,  // 42: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
-	10,  // 43: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
-	17,  // 44: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
-	47,  // 45: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
-	47,  // 46: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
-	9,   // 47: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
-	52,  // 48: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
-	47,  // 49: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
-	52,  // 50: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
-	54,  // 51: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
-	53,  // 52: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
-	9,   // 53: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
-	50,  // 54: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
-	48,  // 55: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
-	51,  // 56: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
-	36,  // 57: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
-	53,  // 58: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
-	55,  // 59: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
-	56,  // 60: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
-	10,  // 61: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
-	49,  // 62: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
-	58,  // 63: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
-	60,  // 64: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
-	61,  // 65: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
-	62,  // 66: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
-	63,  // 67: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
-	64,  // 68: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
-	65,  // 69: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
-	66,  // 70: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
-	67,  // 71: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
-	68,  // 72: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
-	69,  // 73: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
-	70,  // 74: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
-	71,  // 75: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
-	72,  // 76: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
-	73,  // 77: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
-	74,  // 78: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
-	75,  // 79: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
-	76,  // 80: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
-	77,  // 81: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
-	78,  // 82: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
-	79,  // 83: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
-	80,  // 84: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
-	81,  // 85: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
-	82,  // 86: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
-	83,  // 87: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
-	84,  // 88: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
-	85,  // 89: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
-	86,  // 90: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
-	87,  // 91: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
-	16,  // 92: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
-	47,  // 93: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
-	53,  // 94: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
-	55,  // 95: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
-	14,  // 96: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
-	18,  // 97: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
-	21,  // 98: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
-	37,  // 99: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
-	42,  // 100: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
-	44,  // 101: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
-	40,  // 102: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
-	15,  // 103: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
-	20,  // 104: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
-	22,  // 105: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
-	39,  // 106: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
-	43,  // 107: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
-	46,  // 108: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
-	41,  // 109: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
-	103, // [103:110] is the sub-list for method output_type
-	96,  // [96:103] is the sub-list for method input_type
-	96,  // [96:96] is the sub-list for extension type_name
-	96,  // [96:96] is the sub-list for extension extendee
-	0,   // [0:96] is the sub-list for field type_name
+	11,  // 11: gostop.v1.RuleSet.rules:type_name -> gostop.v1.Rules
+	14,  // 12: gostop.v1.ListRuleSetsResponse.rule_sets:type_name -> gostop.v1.RuleSet
+	17,  // 13: gostop.v1.Deal.hands:type_name -> gostop.v1.Hand
+	11,  // 14: gostop.v1.CreateGameRequest.overrides:type_name -> gostop.v1.Rules
+	18,  // 15: gostop.v1.CreateGameRequest.deal:type_name -> gostop.v1.Deal
+	20,  // 16: gostop.v1.CreateGameResponse.seats:type_name -> gostop.v1.SeatToken
+	60,  // 17: gostop.v1.CreateGameResponse.view:type_name -> gostop.v1.GameView
+	11,  // 18: gostop.v1.CreateGameResponse.rules:type_name -> gostop.v1.Rules
+	22,  // 19: gostop.v1.CreateGameResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
+	9,   // 20: gostop.v1.DealCommitment.source:type_name -> gostop.v1.DealSource
+	60,  // 21: gostop.v1.GetGameResponse.view:type_name -> gostop.v1.GameView
+	27,  // 22: gostop.v1.Action.play_card:type_name -> gostop.v1.PlayCard
+	28,  // 23: gostop.v1.Action.bomb:type_name -> gostop.v1.Bomb
+	29,  // 24: gostop.v1.Action.flip_only:type_name -> gostop.v1.FlipOnly
+	30,  // 25: gostop.v1.Action.choose_capture:type_name -> gostop.v1.ChooseCapture
+	31,  // 26: gostop.v1.Action.keep_gukjin:type_name -> gostop.v1.KeepGukjin
+	32,  // 27: gostop.v1.Action.convert_gukjin:type_name -> gostop.v1.ConvertGukjin
+	33,  // 28: gostop.v1.Action.go:type_name -> gostop.v1.Go
+	34,  // 29: gostop.v1.Action.stop:type_name -> gostop.v1.Stop
+	35,  // 30: gostop.v1.Action.join_round:type_name -> gostop.v1.JoinRound
+	36,  // 31: gostop.v1.Action.sit_out:type_name -> gostop.v1.SitOut
+	37,  // 32: gostop.v1.Action.sell_gwang:type_name -> gostop.v1.SellGwang
+	38,  // 33: gostop.v1.Action.decline_gwang_sale:type_name -> gostop.v1.DeclineGwangSale
+	26,  // 34: gostop.v1.LegalAction.action:type_name -> gostop.v1.Action
+	26,  // 35: gostop.v1.SubmitActionRequest.structured:type_name -> gostop.v1.Action
+	62,  // 36: gostop.v1.TurnResult.events:type_name -> gostop.v1.Event
+	60,  // 37: gostop.v1.TurnResult.view:type_name -> gostop.v1.GameView
+	58,  // 38: gostop.v1.TurnResult.settlement:type_name -> gostop.v1.Settlement
+	41,  // 39: gostop.v1.SubmitActionResponse.result:type_name -> gostop.v1.TurnResult
+	41,  // 40: gostop.v1.StartNextRoundResponse.result:type_name -> gostop.v1.TurnResult
+	62,  // 41: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
+	26,  // 42: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
+	62,  // 43: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
+	48,  // 44: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
+	11,  // 45: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
+	18,  // 46: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
+	22,  // 47: gostop.v1.GetGameLogResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
+	23,  // 48: gostop.v1.GetGameLogResponse.deal_reveal:type_name -> gostop.v1.DealReveal
+	50,  // 49: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
+	50,  // 50: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
+	10,  // 51: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
+	55,  // 52: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
+	50,  // 53: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
+	55,  // 54: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
+	57,  // 55: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
+	56,  // 56: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
+	10,  // 57: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
+	53,  // 58: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
+	51,  // 59: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
+	54,  // 60: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
+	39,  // 61: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
+	56,  // 62: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
+	58,  // 63: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
+	59,  // 64: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
+	11,  // 65: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
+	52,  // 66: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
+	61,  // 67: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
+	63,  // 68: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
+	64,  // 69: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
+	65,  // 70: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
+	66,  // 71: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
+	67,  // 72: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
+	68,  // 73: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
+	69,  // 74: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
+	70,  // 75: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
+	71,  // 76: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
+	72,  // 77: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
+	73,  // 78: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
+	74,  // 79: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
+	75,  // 80: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
+	76,  // 81: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
+	77,  // 82: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
+	78,  // 83: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
+	79,  // 84: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
+	80,  // 85: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
+	81,  // 86: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
+	82,  // 87: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
+	83,  // 88: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
+	84,  // 89: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
+	85,  // 90: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
+	86,  // 91: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
+	87,  // 92: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
+	88,  // 93: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
+	89,  // 94: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
+	90,  // 95: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
+	17,  // 96: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
+	50,  // 97: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
+	56,  // 98: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
+	58,  // 99: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
+	15,  // 100: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
+	19,  // 101: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
+	24,  // 102: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
+	40,  // 103: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
+	45,  // 104: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
+	47,  // 105: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
+	43,  // 106: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
+	16,  // 107: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
+	21,  // 108: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
+	25,  // 109: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
+	42,  // 110: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
+	46,  // 111: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
+	49,  // 112: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
+	44,  // 113: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
+	107, // [107:114] is the sub-list for method output_type
+	100, // [100:107] is the sub-list for method input_type
+	100, // [100:100] is the sub-list for extension type_name
+	100, // [100:100] is the sub-list for extension extendee
+	0,   // [0:100] is the sub-list for field type_name
 }
 
 func init() { file_gostop_v1_game_proto_init() }
@@ -7363,7 +7599,8 @@ func file_gostop_v1_game_proto_init() {
 	}
 	file_gostop_v1_game_proto_msgTypes[0].OneofWrappers = []any{}
 	file_gostop_v1_game_proto_msgTypes[8].OneofWrappers = []any{}
-	file_gostop_v1_game_proto_msgTypes[13].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[12].OneofWrappers = []any{}
+	file_gostop_v1_game_proto_msgTypes[15].OneofWrappers = []any{
 		(*Action_PlayCard)(nil),
 		(*Action_Bomb)(nil),
 		(*Action_FlipOnly)(nil),
@@ -7377,11 +7614,11 @@ func file_gostop_v1_game_proto_init() {
 		(*Action_SellGwang)(nil),
 		(*Action_DeclineGwangSale)(nil),
 	}
-	file_gostop_v1_game_proto_msgTypes[27].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[29].OneofWrappers = []any{
 		(*SubmitActionRequest_ActionId)(nil),
 		(*SubmitActionRequest_Structured)(nil),
 	}
-	file_gostop_v1_game_proto_msgTypes[49].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[51].OneofWrappers = []any{
 		(*Event_Redealt)(nil),
 		(*Event_Dealt)(nil),
 		(*Event_BonusCaptured)(nil),
@@ -7416,8 +7653,8 @@ func file_gostop_v1_game_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gostop_v1_game_proto_rawDesc), len(file_gostop_v1_game_proto_rawDesc)),
-			NumEnums:      10,
-			NumMessages:   78,
+			NumEnums:      11,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
