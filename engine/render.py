@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from . import events as ev
-from .cards import NAME, card_code
+from .actions import (
+    Action,
+    Bomb,
+    ChooseCapture,
+    ConvertGukjin,
+    DeclineGwangSale,
+    FlipOnly,
+    Go,
+    JoinRound,
+    KeepGukjin,
+    PlayCard,
+    SellGwang,
+    SitOut,
+    Stop,
+)
+from .cards import CODE, MONTH, NAME, card_code, month_name
 from .settlement import Settlement
 from .state import State
 from .views import SPECTATOR, view
@@ -20,6 +35,54 @@ def cards(cs: Iterable[int]) -> str:
 def named(c: int) -> str:
     """A card's code and Korean name."""
     return f"{card_code(c)}({NAME[c]})" if c >= 0 else "??"
+
+
+_LABELS: dict[type, str] = {
+    FlipOnly: "flip only", KeepGukjin: "keep gukjin", ConvertGukjin: "convert gukjin", Go: "go", Stop: "stop",
+    JoinRound: "join round", SitOut: "sit out", SellGwang: "sell gwang", DeclineGwangSale: "decline gwang sale",
+}
+_TEXTS: dict[type, str] = {
+    FlipOnly: "flip only (빈 내기)", KeepGukjin: "keep 국진 as 열끗", ConvertGukjin: "turn 국진 into 쌍피",
+    Go: "go (고)", Stop: "stop (스톱)", JoinRound: "play this round", SitOut: "sit this round out",
+    SellGwang: "sell 광 (광팔기)", DeclineGwangSale: "sell nothing",
+}
+
+
+def action_label(action: Action) -> str:
+    """The short, stable English label of an action (the wire's ``LegalAction.label``, metrics).
+
+    >>> action_label(PlayCard(13, shake=True)), action_label(Bomb(4)), action_label(SellGwang())
+    ('play 04-tti and shake', 'bomb month 4', 'sell gwang')
+    """
+    if isinstance(action, PlayCard):
+        return f"play {card_code(action.card)}" + (" and shake" if action.shake else "")
+    if isinstance(action, Bomb):
+        return f"bomb month {action.month}"
+    if isinstance(action, ChooseCapture):
+        return f"capture {card_code(action.card)}"
+    return _LABELS[type(action)]
+
+
+def card_text(card: int) -> str:
+    """A card's code and Korean name: ``03-gwang 3월 광`` (``??`` when hidden)."""
+    return f"{CODE[card]} {NAME[card]}" if card >= 0 else "??"
+
+
+def action_text(action: Action, hand: Sequence[int] = ()) -> str:
+    """A menu label for a person, with Korean names; a 폭탄 lists the cards of ``hand`` it plays.
+
+    >>> action_text(Go()), action_text(Bomb(1), hand=(0, 1, 2, 9))
+    ('go (고)', 'bomb (폭탄) month 1 송학: 01-gwang, 01-tti, 01-pi-a')
+    """
+    if isinstance(action, PlayCard):
+        return f"play {card_text(action.card)}" + (" and shake (흔들기)" if action.shake else "")
+    if isinstance(action, Bomb):
+        held = [c for c in hand if MONTH[c] == action.month]
+        shown = f": {', '.join(CODE[c] for c in held)}" if held else ""
+        return f"bomb (폭탄) month {action.month} {month_name(action.month)}{shown}"
+    if isinstance(action, ChooseCapture):
+        return f"capture {card_text(action.card)}"
+    return _TEXTS[type(action)]
 
 
 def event_line(e: ev.Event) -> str:

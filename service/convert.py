@@ -38,8 +38,8 @@ from engine import (
     action_from_id,
     action_id,
 )
-from engine.cards import card_code
 from engine.events import Event
+from engine.render import action_label
 from engine.rules import FIELDS
 from engine.scoring import Score
 from engine.settlement import Settlement
@@ -231,17 +231,6 @@ def action_from_pb(msg: pb.Action) -> Action:
         "sell_gwang": SellGwang(), "decline_gwang_sale": DeclineGwangSale(),
     }
     return simple[kind]
-
-
-def action_label(action: Action) -> str:
-    """A short English label for menus and logs."""
-    if isinstance(action, PlayCard):
-        return f"play {card_code(action.card)}" + (" and shake" if action.shake else "")
-    if isinstance(action, Bomb):
-        return f"bomb month {action.month}"
-    if isinstance(action, ChooseCapture):
-        return f"capture {card_code(action.card)}"
-    return _snake(type(action).__name__).replace("_", " ")
 
 
 # ----------------------------------------------------------------------------- events

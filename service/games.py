@@ -40,6 +40,7 @@ from engine import (
     view,
 )
 from engine.events import Event, RoundSettled
+from engine.render import action_label
 from engine.serialize import encode, from_data
 
 from . import convert
@@ -107,7 +108,7 @@ def _action_kind(action: Action | None) -> str:
         return "next_round"
     kind = _KINDS.get(type(action))
     if kind is None:
-        kind = _KINDS[type(action)] = convert.action_label(action).split(" ")[0]
+        kind = _KINDS[type(action)] = action_label(action).split(" ")[0]
     return kind
 
 

@@ -18,6 +18,7 @@ from service_fixtures import (
 )
 
 from engine import Rules, action_id, match_to_bytes, redact, view
+from engine.render import action_label
 from service import convert
 from service.pb.gostop.v1 import game_pb2 as pb
 
@@ -139,7 +140,7 @@ def test_view_conversion_writes_every_legal_action_and_seat_field(config: tuple[
             seat_view = view(state, seat)
             msg = convert.view_to_pb(seat_view, match, "g", 3)
             assert [(a.id, a.action, a.label) for a in msg.legal_actions] == [
-                (action_id(a), convert.action_to_pb(a), convert.action_label(a)) for a in seat_view.legal_actions
+                (action_id(a), convert.action_to_pb(a), action_label(a)) for a in seat_view.legal_actions
             ]
             for got, want in zip(msg.seats, seat_view.seats, strict=True):
                 assert (got.seat, got.active, got.hand_size, tuple(got.hand), tuple(got.captured), got.gos) == (

@@ -27,28 +27,15 @@ from typing import IO, Any
 from engine import (
     CODE,
     KIND,
-    NAME,
     PRESETS,
     Action,
-    Bomb,
-    ChooseCapture,
-    ConvertGukjin,
-    DeclineGwangSale,
-    FlipOnly,
-    Go,
-    JoinRound,
-    KeepGukjin,
     Kind,
     Phase,
-    PlayCard,
-    SellGwang,
-    SitOut,
-    Stop,
     View,
 )
 from engine import events as ev
-from engine.cards import GUKJIN, MONTH, month_name
-from engine.render import event_line, settlement_text
+from engine.cards import GUKJIN, month_name
+from engine.render import action_text, card_text, event_line, settlement_text
 from engine.views import SeatView
 from service.pb.gostop.v1 import game_pb2 as pb
 
@@ -106,31 +93,8 @@ def _wrap_text(text: str, width: int = WIDTH) -> list[str]:
     return _wrap(indent, stripped.split(" "), width, sep=" ")
 
 
-def card_text(card: int) -> str:
-    """A card's code and Korean name: ``03-gwang 3월 광`` (``??`` when hidden)."""
-    return f"{CODE[card]} {NAME[card]}" if card >= 0 else "??"
-
-
 def _cards(cards: Iterable[int]) -> list[str]:
     return [card_text(c) for c in cards]
-
-
-def action_text(action: Action, view: View | None = None) -> str:
-    """A menu label for an action, with Korean names."""
-    if isinstance(action, PlayCard):
-        return f"play {card_text(action.card)}" + (" and shake (흔들기)" if action.shake else "")
-    if isinstance(action, Bomb):
-        held = [c for c in (view.seats[view.viewer].hand if view is not None else ()) if MONTH[c] == action.month]
-        shown = f": {', '.join(CODE[c] for c in held)}" if held else ""
-        return f"bomb (폭탄) month {action.month} {month_name(action.month)}{shown}"
-    if isinstance(action, ChooseCapture):
-        return f"capture {card_text(action.card)}"
-    labels: dict[type, str] = {
-        FlipOnly: "flip only (빈 내기)", KeepGukjin: "keep 국진 as 열끗", ConvertGukjin: "turn 국진 into 쌍피",
-        Go: "go (고)", Stop: "stop (스톱)", JoinRound: "play this round", SitOut: "sit this round out",
-        SellGwang: "sell 광 (광팔기)", DeclineGwangSale: "sell nothing",
-    }
-    return labels[type(action)]
 
 
 _KINDS = ((Kind.GWANG, "광"), (Kind.YEOL, "열끗"), (Kind.TTI, "띠"), (Kind.PI, "피"))
@@ -446,7 +410,7 @@ def _choose(screen: _Screen, view: View) -> Action:
     screen.say(_decision_text(view))
     actions = view.legal_actions
     for i, action in enumerate(actions, 1):
-        screen.say(f"  {i:>2}) {action_text(action, view)}")
+        screen.say(f"  {i:>2}) {action_text(action, view.seats[view.viewer].hand if view.viewer >= 0 else ())}")
     while True:
         answer = screen.ask(f"choose 1-{len(actions)} (q quits): ")
         if answer.isdigit() and 1 <= int(answer) <= len(actions):

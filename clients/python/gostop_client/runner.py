@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from engine import Action
+from engine.render import action_text
 from service.pb.gostop.v1 import game_pb2 as pb
 
 from .bots.base import Bot
@@ -196,7 +197,6 @@ def bot_command(args: argparse.Namespace) -> int:
     """``gostop bot``: play seats of a game with a bot until the match is finished."""
     from .bots import make_bot
     from .client import seat_of_token
-    from .play import action_text
 
     roots = open(args.tls_ca, "rb").read() if args.tls_ca else None  # noqa: SIM115
     tokens: list[str] = args.token
