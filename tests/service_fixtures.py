@@ -36,6 +36,7 @@ from engine import Match, Rules, match_apply, new_match, next_round, redact
 from engine.events import Event
 from service import convert
 from service.config import Config
+from service.embedded import serving
 from service.errors import DOMAIN
 from service.pb.gostop.v1 import game_pb2 as pb
 from service.pb.gostop.v1 import game_pb2_grpc as pb_grpc
@@ -234,15 +235,13 @@ def config(redis_url: str = "", **settings: Any) -> Config:
 
 @contextlib.asynccontextmanager
 async def running_server(cfg: Config) -> AsyncIterator[Api]:
-    """An in-process server and a client channel to it."""
-    server = Server(cfg)
-    await server.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
-    try:
-        yield Api(channel, stub(channel), server.port, server)
-    finally:
-        await channel.close()
-        await server.stop(0)
+    """An in-process server (the embedded one) and a client channel to it."""
+    async with serving(cfg) as server:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
+        try:
+            yield Api(channel, stub(channel), server.port, server)
+        finally:
+            await channel.close()
 
 
 @pytest.fixture(scope="session", name="service_redis")

@@ -2,7 +2,7 @@
 
 The module builds both clients through the Makefile (``make ts-client go-client``: ``npm ci`` from
 the lock, code generation with buf and protoc-gen-es, ``tsc``; the Go protoc plugins at pinned
-versions in ``.tools/bin``, ``go build`` and ``go vet``), starts one server process on a free
+versions in ``.tools/bin``, ``go build`` and ``go vet``), starts the embedded server on a free
 loopback port with a token secret and an operator key, and runs each client's example bot (a whole
 standard 2-player round with random legal actions, watched by a spectator) and conformance runner
 (every ``tests/conformance/scenarios/*.json``, closing with ``N passed, N failed``). It also checks
@@ -19,16 +19,15 @@ import filecmp
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
 import pytest
+
+from service.config import Config
+from service.embedded import EmbeddedServer
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 TS_DIR: Final = ROOT / "clients" / "typescript"
@@ -61,49 +60,13 @@ def built() -> None:
     assert result.returncode == 0, "make ts-client go-client failed\n" + explain(result)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def server(built: None) -> Iterator[str]:
-    """A server process on a free loopback port (memory store); yields its host:port."""
-    port = free_port()
-    address = f"127.0.0.1:{port}"
-    env = {
-        **os.environ,
-        "GOSTOP_TOKEN_SECRET": SECRET,
-        "GOSTOP_OPERATOR_KEYS": OPERATOR_KEY,
-        "GOSTOP_LOG_LEVEL": "warning",
-        "GOSTOP_LOG_FORMAT": "json",
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--listen", address, "--metrics-port", "0"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, f"the server exited: {proc.stderr.read() if proc.stderr else ''}"
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "the server did not listen within 30 s"
-                time.sleep(0.1)
-        yield address
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        if proc.stderr:
-            proc.stderr.close()
+    """The embedded server (memory store) on a free loopback port; yields its host:port."""
+    cfg = Config(listen="127.0.0.1:0", metrics_port=0, token_secret=SECRET, operator_keys=OPERATOR_KEY,
+                 log_level="warning", log_format="json")
+    with EmbeddedServer(cfg) as embedded:
+        yield embedded.target
 
 
 def scenario_count() -> int:

@@ -12,10 +12,8 @@ settlement screen that explains the points. ``q`` or end of input quits.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import queue
-import secrets
 import sys
 import threading
 import time
@@ -37,6 +35,7 @@ from engine import events as ev
 from engine.cards import GUKJIN, month_name
 from engine.render import action_text, card_text, event_line, settlement_text
 from engine.views import SeatView
+from service.embedded import EmbeddedServer
 from service.pb.gostop.v1 import game_pb2 as pb
 
 from .bots.base import Bot
@@ -246,67 +245,8 @@ def settlement_screen(settlement: pb.Settlement, match: MatchSummary, names: dic
 # ------------------------------------------------------------------------ the local server
 
 
-class LocalServer:
-    """An in-process game server in a background thread (its own event loop). Without a
-    ``service.config.Config``: the memory store on a free loopback port, a random token secret and
-    a random operator key (``operator_key``): whoever starts a local server is its operator, so
-    that a seed given to it replays the same deal."""
-
-    def __init__(self, config: Any = None) -> None:
-        self.config = config
-        self.operator_key = secrets.token_hex(16) if config is None else ""
-        self.port = 0
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._error: BaseException | None = None
-
-    @property
-    def target(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 20.0) -> LocalServer:
-        ready = threading.Event()
-
-        async def serve() -> None:
-            from service.config import Config
-            from service.server import Server
-
-            config = self.config or Config(listen="127.0.0.1:0", metrics_port=0, token_secret=secrets.token_hex(24),
-                                           operator_keys=self.operator_key, log_format="json", log_level="error")
-            server = Server(config)
-            await server.start()
-            self.port, self._loop, self._stop = server.port, asyncio.get_running_loop(), asyncio.Event()
-            ready.set()
-            await self._stop.wait()
-            await server.stop(0)
-
-        def main() -> None:
-            try:
-                asyncio.run(serve())
-            except BaseException as exc:  # reported by start()
-                self._error = exc
-                ready.set()
-
-        self._thread = threading.Thread(target=main, name="gostop-local-server", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout) or self._error is not None:
-            raise RuntimeError(f"the local server did not start: {self._error!r}")
-        return self
-
-    def stop(self) -> None:
-        loop, stop = self._loop, self._stop
-        if loop is not None and stop is not None:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(stop.set)
-        if self._thread is not None:
-            self._thread.join(10)
-
-    def __enter__(self) -> LocalServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+LocalServer = EmbeddedServer
+"""The embedded server (``service.embedded``), under the name this module has always offered."""
 
 
 # --------------------------------------------------------------------------------- the game

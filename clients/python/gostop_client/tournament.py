@@ -47,7 +47,6 @@ import json
 import math
 import multiprocessing
 import os
-import secrets
 import statistics
 import sys
 import time
@@ -402,14 +401,13 @@ class _Running:
 
 
 async def _start_local_server() -> _Running:
-    from service.config import Config
+    from service.embedded import local_config, operator_key_of
     from service.server import Server
 
-    key = secrets.token_urlsafe(24)
-    server = Server(Config(listen="127.0.0.1:0", metrics_port=0, operator_keys=key,
-                           token_secret=secrets.token_hex(32)))
+    config = local_config()
+    server = Server(config)
     await server.start()
-    return _Running(server, key)
+    return _Running(server, operator_key_of(config))
 
 
 def _say(message: str) -> None:
