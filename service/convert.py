@@ -257,6 +257,12 @@ def settlement_to_pb(settlement: Settlement) -> pb.Settlement:
     return out
 
 
+def deal_to_pb(deal: Deal) -> pb.Deal:
+    """The message of an explicit deal (the inverse of ``deal_from_pb``)."""
+    return pb.Deal(hands=[pb.Hand(cards=h) for h in deal.hands], floor=deal.floor, stock=deal.stock,
+                   dealer=deal.dealer)
+
+
 def deal_from_pb(msg: pb.Deal) -> Deal:
     return Deal(
         hands=tuple(tuple(h.cards) for h in msg.hands),

@@ -26,6 +26,7 @@ import orjson
 from engine import (
     PRESET_PLAYERS,
     Action,
+    Deal,
     EngineError,
     Match,
     Rules,
@@ -546,8 +547,8 @@ class Games:
             first_doc = _read_entry(first[0].entry) if first else None
         deal = first_doc.get("deal") if first_doc is not None else None
         if deal is not None:
-            out.deal.CopyFrom(pb.Deal(hands=[pb.Hand(cards=h) for h in deal["hands"]], floor=deal["floor"],
-                                      stock=deal["stock"], dealer=deal["dealer"]))
+            out.deal.CopyFrom(convert.deal_to_pb(Deal(tuple(tuple(h) for h in deal["hands"]), tuple(deal["floor"]),
+                                                      tuple(deal["stock"]), deal["dealer"])))
         if first_doc is not None:
             _fairness(first_doc, out)
         last = req.after_version

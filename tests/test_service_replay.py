@@ -193,3 +193,14 @@ def test_plays_encoded_version_by_version_match_a_fresh_encoding(config: tuple[s
             match, _ = match_apply(match, action_from_id(rng.choice(ids)), state.to_move)
         plays = round_plays(match, plays)
     assert seen_plays >= 5
+
+
+@pytest.mark.parametrize(("preset", "players"), [("standard", 2), ("classic", 3), ("classic", 4), ("house", 2)])
+def test_deals_round_trip_through_the_wire(preset: str, players: int) -> None:
+    from gostop_client.tournament import make_deal
+
+    rules = Rules.preset(preset, players=players)
+    for seed in range(20):
+        deal = make_deal(rules, seed)
+        assert convert.deal_from_pb(convert.deal_to_pb(deal)) == deal
+        assert pb.Deal.FromString(convert.deal_to_pb(deal).SerializeToString()) == convert.deal_to_pb(deal)

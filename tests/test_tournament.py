@@ -182,7 +182,7 @@ async def test_duplicate_tournament_through_the_service(tmp_path: Path) -> None:
         for (players, seed), games in by_deal.items():
             rules = Rules.preset("standard", players)
             dealt = [e for e in new_round(rules, seed)[1] if isinstance(e, Dealt)][-1]
-            expected_deal = t.deal_to_pb(t.make_deal(rules, seed))
+            expected_deal = convert.deal_to_pb(t.make_deal(rules, seed))
             lineups = t.lineups(BOTS, players)
             assert sorted((tuple(r["lineup"]), r["rotation"]) for r in games) == sorted(
                 (lineup, k) for lineup in lineups for k in range(players))
@@ -288,7 +288,7 @@ async def test_a_stale_version_is_read_again(tmp_path: Path) -> None:
         spec = t.plan(BOTS, [("standard", 2)], 1, seed=3)[0]
         rules = Rules.preset("standard", 2)
         players: list[t.Player] = [t.InlinePlayer(name, seat, {}) for seat, name in enumerate(spec.seats)]
-        record = await t.play_game(client, spec, t.deal_to_pb(t.make_deal(rules, spec.deal_seed)), players)
+        record = await t.play_game(client, spec, convert.deal_to_pb(t.make_deal(rules, spec.deal_seed)), players)
     assert interfered and record["conflicts"] == 1
     assert record["version"] == record["actions"] + 2  # our actions, the interloper's, and the deal
     assert record["outcome"] in ("stop", "nagari", "instant_win", "instant_loss", "best_score")

@@ -58,6 +58,7 @@ from typing import Any, Final, Protocol
 
 from engine import Deal, Rules, action_id, new_round
 from engine.events import BonusCaptured, Dealt
+from service.convert import deal_to_pb
 from service.pb.gostop.v1 import game_pb2 as pb
 
 from .arena import wilson as wilson
@@ -174,11 +175,6 @@ def make_deal(rules: Rules, seed: int) -> Deal:
     # Every bonus card resolved at the deal was replaced by the top card of the stock, in order.
     drawn = tuple(e.replacement for e in events[last:] if isinstance(e, BonusCaptured) and e.replacement >= 0)
     return Deal(hands=dealt.hands, floor=dealt.floor, stock=drawn + state.stock, dealer=dealt.dealer)
-
-
-def deal_to_pb(deal: Deal) -> pb.Deal:
-    return pb.Deal(hands=[pb.Hand(cards=h) for h in deal.hands], floor=deal.floor, stock=deal.stock,
-                   dealer=deal.dealer)
 
 
 # -------------------------------------------------------------------------------- the bots
