@@ -199,23 +199,32 @@ def overrides_from_pb(msg: pb.Rules) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- actions
 
-_ACTION_FIELDS: Final[dict[type, str]] = {
-    PlayCard: "play_card", Bomb: "bomb", FlipOnly: "flip_only", ChooseCapture: "choose_capture",
-    KeepGukjin: "keep_gukjin", ConvertGukjin: "convert_gukjin", Go: "go", Stop: "stop",
-    JoinRound: "join_round", SitOut: "sit_out", SellGwang: "sell_gwang",
-    DeclineGwangSale: "decline_gwang_sale",
+_SIMPLE_ACTIONS: Final[dict[str, Action]] = {
+    "flip_only": FlipOnly(), "keep_gukjin": KeepGukjin(), "convert_gukjin": ConvertGukjin(), "go": Go(),
+    "stop": Stop(), "join_round": JoinRound(), "sit_out": SitOut(), "sell_gwang": SellGwang(),
+    "decline_gwang_sale": DeclineGwangSale(),
 }
+_SIMPLE_FIELDS: Final[dict[type, str]] = {type(a): name for name, a in _SIMPLE_ACTIONS.items()}
 
 
 def action_to_pb(action: Action) -> pb.Action:
+    """The structured wire form of an engine action; ``MalformedAction`` for anything else."""
+    if isinstance(action, PlayCard):
+        return pb.Action(play_card=pb.PlayCard(card=action.card, shake=action.shake))
+    if isinstance(action, Bomb):
+        return pb.Action(bomb=pb.Bomb(month=action.month))
+    if isinstance(action, ChooseCapture):
+        return pb.Action(choose_capture=pb.ChooseCapture(card=action.card))
+    name = _SIMPLE_FIELDS.get(type(action))
+    if name is None:
+        raise MalformedAction(f"not an action: {action!r}")
     out = pb.Action()
-    fill(getattr(out, _ACTION_FIELDS[type(action)]), action)
-    getattr(out, _ACTION_FIELDS[type(action)]).SetInParent()
+    getattr(out, name).SetInParent()
     return out
 
 
 def action_from_pb(msg: pb.Action) -> Action:
-    """The engine action of a structured action; ``MalformedAction`` if none is set."""
+    """The engine action of a structured action; ``MalformedAction`` if no kind is set."""
     kind = msg.WhichOneof("kind")
     if kind is None:
         raise MalformedAction("the action has no kind set")
@@ -225,12 +234,7 @@ def action_from_pb(msg: pb.Action) -> Action:
         return Bomb(msg.bomb.month)
     if kind == "choose_capture":
         return ChooseCapture(msg.choose_capture.card)
-    simple: dict[str, Action] = {
-        "flip_only": FlipOnly(), "keep_gukjin": KeepGukjin(), "convert_gukjin": ConvertGukjin(),
-        "go": Go(), "stop": Stop(), "join_round": JoinRound(), "sit_out": SitOut(),
-        "sell_gwang": SellGwang(), "decline_gwang_sale": DeclineGwangSale(),
-    }
-    return simple[kind]
+    return _SIMPLE_ACTIONS[kind]
 
 
 # ----------------------------------------------------------------------------- events

@@ -29,31 +29,19 @@ from engine import (
     FIELDS,
     Action,
     Bill,
-    Bomb,
-    ChooseCapture,
-    ConvertGukjin,
-    DeclineGwangSale,
     Factor,
-    FlipOnly,
-    Go,
-    JoinRound,
-    KeepGukjin,
-    MalformedAction,
     Payment,
     Phase,
-    PlayCard,
     Rules,
     Score,
-    SellGwang,
     Settlement,
-    SitOut,
-    Stop,
     View,
     action_from_id,
 )
 from engine.events import Event
 from engine.state import PlayRecord, TurnContext
 from engine.views import Pending, SeatView, Stack
+from service.convert import action_from_pb, action_to_pb
 from service.pb.gostop.v1 import game_pb2 as pb
 
 __all__ = [
@@ -78,44 +66,6 @@ def _snake(name: str) -> str:
 
 
 # ---------------------------------------------------------------------------- actions
-
-_SIMPLE_ACTIONS: Final[dict[str, Action]] = {
-    "flip_only": FlipOnly(), "keep_gukjin": KeepGukjin(), "convert_gukjin": ConvertGukjin(), "go": Go(),
-    "stop": Stop(), "join_round": JoinRound(), "sit_out": SitOut(), "sell_gwang": SellGwang(),
-    "decline_gwang_sale": DeclineGwangSale(),
-}
-_SIMPLE_FIELDS: Final[dict[type, str]] = {type(a): name for name, a in _SIMPLE_ACTIONS.items()}
-
-
-def action_to_pb(action: Action) -> pb.Action:
-    """The structured wire form of an engine action."""
-    if isinstance(action, PlayCard):
-        return pb.Action(play_card=pb.PlayCard(card=action.card, shake=action.shake))
-    if isinstance(action, Bomb):
-        return pb.Action(bomb=pb.Bomb(month=action.month))
-    if isinstance(action, ChooseCapture):
-        return pb.Action(choose_capture=pb.ChooseCapture(card=action.card))
-    name = _SIMPLE_FIELDS.get(type(action))
-    if name is None:
-        raise MalformedAction(f"not an action: {action!r}")
-    out = pb.Action()
-    getattr(out, name).SetInParent()
-    return out
-
-
-def action_from_pb(msg: pb.Action) -> Action:
-    """The engine action of a structured action; ``MalformedAction`` if no kind is set."""
-    kind = msg.WhichOneof("kind")
-    if kind is None:
-        raise MalformedAction("the action has no kind set")
-    if kind == "play_card":
-        return PlayCard(msg.play_card.card, msg.play_card.shake)
-    if kind == "bomb":
-        return Bomb(msg.bomb.month)
-    if kind == "choose_capture":
-        return ChooseCapture(msg.choose_capture.card)
-    return _SIMPLE_ACTIONS[kind]
-
 
 def legal_actions_from_pb(view: pb.GameView) -> tuple[Action, ...]:
     """The viewer's legal actions as engine actions, in the view's (ascending id) order."""
