@@ -324,7 +324,7 @@ def _round_points_bound(r: Rules) -> int:
     loser_mult = 2 * 2 * 2 * (1 << declarations)  # 피박, 광박, 고박, own 흔들기/폭탄
     fixed = max(r.chongtong_points, r.three_ppeok_points, r.heodang_points) * 2  # × carry
     bill = max(go_max * winner_mult * loser_mult, fixed)
-    playing = 3 if r.players == 4 else r.players
+    playing = r.playing_seats
     bills = (playing - 1) * bill
     instant = playing * (playing - 1) * (sum(r.ppeok_payments) + r.first_ttadak_payment)
     sale = r.gwang_sale_price * turns * playing
@@ -388,10 +388,10 @@ def _validate(r: Rules) -> None:
     dealt = r.hand_size * r.players + r.floor_size
     if dealt > r.deck_size:
         raise InvalidRules("players", f"{r.players} players need {dealt} cards; the deck has {r.deck_size}")
-    if r.point_value and _round_points_bound(r) * r.point_value > ROUND_MONEY_MAX:
-        most = ROUND_MONEY_MAX // _round_points_bound(r)
+    bound = _round_points_bound(r) if r.point_value else 0
+    if bound * r.point_value > ROUND_MONEY_MAX:
         raise InvalidRules(
             "point_value",
-            f"at most {most:,} with these rules: a round can move up to {_round_points_bound(r):,} points, "
+            f"at most {ROUND_MONEY_MAX // bound:,} with these rules: a round can move up to {bound:,} points, "
             f"and a round's money must stay within {ROUND_MONEY_MAX:,}",
         )

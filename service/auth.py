@@ -19,13 +19,13 @@ from .errors import denied, unauthenticated
 _PREFIX = "gst1"
 _VERIFIED_MAX = 8192
 """Seat tokens remembered as verified (a client sends its token with every call)."""
-_TOKEN = re.compile(r"gst1\.([A-Za-z0-9_-]{1,64})\.(0|[1-9][0-9]?)\.([A-Za-z0-9_-]{43})")
+_TOKEN = re.compile(re.escape(_PREFIX) + r"\.([A-Za-z0-9_-]{1,64})\.(0|[1-9][0-9]?)\.([A-Za-z0-9_-]{43})")
 """The one canonical form of a seat token: the prefix, a game id, a seat number without leading
 zeros (at most two digits: tables have at most four seats) and the unpadded base64url of a
-32-byte MAC. Matched with ``fullmatch``, so no alias (``00``, ``+0``, a trailing newline) and no
-number too big for the logs or the wire gets through."""
+32-byte MAC. Matched with ``fullmatch``, so no alias (``00``, ``+0``, a trailing newline), no
+non-ASCII byte and no number too big for the logs or the wire gets through."""
 _MAX_CREDENTIAL = 1024
-"""Longest API key or token considered (longer ones are refused before any comparison)."""
+"""Longest API key considered (longer ones are refused before any comparison)."""
 
 
 def _as_bytes(value: str | bytes) -> bytes:
@@ -97,7 +97,7 @@ class Authenticator:
         known = self._verified.get(text)
         if known is not None:
             return Caller(known[0], known[1], api, operator)
-        parsed = _TOKEN.fullmatch(text) if len(token) <= _MAX_CREDENTIAL and token.isascii() else None
+        parsed = _TOKEN.fullmatch(text)  # non-ASCII bytes decoded as U+FFFD never match
         if parsed is None:
             raise unauthenticated("malformed seat token")
         game_id, seat, mac = parsed.group(1), int(parsed.group(2)), parsed.group(3)
