@@ -1,8 +1,8 @@
 # The gostop game service image: `docker build -t gostop:0.1.0 .`
 #
-# Two stages: `build` makes a virtual environment in /opt/venv, generates the gRPC code from proto/
-# into service/pb and installs the project into the venv (non-editable, so the venv is
-# self-contained); the final stage is python:3.11-slim with that venv only: no compilers, no
+# Two stages: `build` makes a virtual environment in /opt/venv and installs the project with its
+# [server] extra into it (non-editable, so the venv is self-contained; the build generates the gRPC
+# code of proto/ into the wheel, see setup.py); the final stage is python:3.11-slim with that venv only: no compilers, no
 # pip cache, no sources, running as an unprivileged numeric user. See docs/kubernetes.md.
 
 ARG PYTHON_IMAGE=python:3.11-slim
@@ -15,24 +15,23 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
 # Build tools and the code generator first (their own layer: they change less often than the code).
-# grpcio-tools is pinned to the version the tests generate with; `pip install .` keeps it.
+# grpcio-tools (pinned as in pyproject.toml) generates the gRPC code during the build below.
 ARG PIP_VERSION=26.3
 ARG SETUPTOOLS_VERSION=84.2.1
 ARG WHEEL_VERSION=0.46.3
 ARG GRPCIO_TOOLS_VERSION=1.85.1
 RUN pip install "pip==${PIP_VERSION}" "setuptools==${SETUPTOOLS_VERSION}" "wheel==${WHEEL_VERSION}" \
     "grpcio-tools==${GRPCIO_TOOLS_VERSION}"
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py MANIFEST.in README.md ./
 COPY proto ./proto
 COPY scripts/gen_proto.py ./scripts/gen_proto.py
 COPY engine ./engine
 COPY service ./service
 COPY clients/python ./clients/python
-# Generate service/pb (with its __init__.py files) before installing, so the wheel carries it; then
-# import it from the venv (-I: not from /src) to prove it was installed.
-RUN python scripts/gen_proto.py \
-    && pip install . \
-    && python -I -c "import service.pb.gostop.v1.game_pb2_grpc, service.server, engine" \
+# Build and install with the tools installed above (no build isolation: nothing fetched at build
+# time beyond the dependencies), then import from the venv (-I: not from /src) to prove it was installed.
+RUN pip install --no-build-isolation './[server]' \
+    && python -I -c "import gostop.v1.game_pb2_grpc, gostop.service.server, gostop.engine" \
     && gostop settings > /dev/null
 # gostop-healthcheck [SERVICE]: the probe of HEALTHCHECK (and of the Helm chart when the server
 # serves TLS, which the kubelet's gRPC probes cannot speak): grpc.health.v1 Check of SERVICE
@@ -75,7 +74,6 @@ COPY --from=build /opt/venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    MPLCONFIGDIR=/tmp/matplotlib \
     GOSTOP_LISTEN=0.0.0.0:50051 \
     GOSTOP_METRICS_HOST=0.0.0.0 \
     GOSTOP_METRICS_PORT=9464 \

@@ -1,5 +1,5 @@
-# Every target installs what it needs first: a virtual env in .venv, the generated gRPC
-# code in service/pb, a redis-server binary (Debian package) for the tests, and the buf
+# Every target installs what it needs first: a virtual env in .venv (the project editable, with
+# every extra), the generated gRPC code in clients/python/gostop/v1, a redis-server binary (Debian package) for the tests, and the buf
 # CLI (npm) for the proto lint; for the TypeScript and Go clients, their npm packages
 # (clients/typescript/node_modules) and the Go protoc plugins (.tools/bin, pinned versions);
 # grpcurl (Go module, .tools/bin) for the tested examples of docs/grpcurl.md.
@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-PB := service/pb/gostop/v1/game_pb2.py
+PB := clients/python/gostop/v1/game_pb2.py
 BUF := .tools/node_modules/.bin/buf
 BUF_VERSION := 1.75.0
 BASELINE := proto/baseline/gostop-v1.binpb
@@ -17,7 +17,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test lint typecheck bench golden redis-server clean demo conformance-data proto-baseline soak
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -82,30 +82,30 @@ helm-tools: $(HELM_TOOLS)
 		$(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q strace; }
 
 run: $(PB)
-	$(PY) -m service serve $(ARGS)
+	$(PY) -m gostop serve $(ARGS)
 
 demo: $(STAMP)
-	$(PY) -m engine demo $(ARGS)
+	$(PY) -m gostop demo $(ARGS)
 
 test: $(PB) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-tools
-	$(PY) -m ruff check engine service clients/python tests scripts
+	$(PY) -m ruff check engine service clients/python tests scripts setup.py
 	$(PY) -m mypy
 	$(BUF) lint proto
 	$(BUF) breaking proto --against $(BASELINE)
 	$(PY) -m pytest
 
 lint: $(PB) $(BUF)
-	$(PY) -m ruff check engine service clients/python tests scripts
+	$(PY) -m ruff check engine service clients/python tests scripts setup.py
 	$(BUF) lint proto
 
 typecheck: $(PB)
 	$(PY) -m mypy
 
 # Opt-in: the engine compiled with mypyc (docs/engine-performance.md, "native"). make native copies
-# engine/ into build/native and compiles its hot modules there; engine/ itself is never written to,
-# and nothing (make test, the service, the bots) uses the compiled copy unless build/native comes
-# first on the path: PYTHONPATH=build/native .venv/bin/python -P ... (-P: the current directory,
-# whose engine/ is the pure-Python one, is not put first). Interpreted there: errors.py (a compiled
+# the gostop package (links followed) into build/native and compiles the engine's hot modules there;
+# the sources are never written to, and nothing (make test, the service, the bots) uses the compiled
+# copy unless build/native comes first on the path: PYTHONPATH=build/native .venv/bin/python -P ...
+# (-P: the current directory is not put first). Interpreted there: errors.py (a compiled
 # exception class loses an attribute), actions.py and rules.py (compiled constructors raise
 # TypeError on a wrongly typed field before the engine's own MalformedAction/InvalidRules checks),
 # and the modules off the hot path. make test-native runs the engine tests against it (less the
@@ -121,19 +121,20 @@ NATIVE_TESTS := tests/test_golden.py tests/test_playout.py tests/test_conformanc
 	tests/test_properties.py tests/test_serialize_match.py tests/test_views.py tests/test_determinize.py \
 	tests/test_fast_paths.py tests/test_rng.py tests/test_rules.py tests/test_cards_actions.py \
 	--deselect tests/test_properties.py::test_random_round_invariants
-NATIVE_CHECK := import engine.game, sys; f = engine.game.__file__; \
+NATIVE_CHECK := import gostop.engine.game, sys; f = gostop.engine.game.__file__; \
 	f.endswith(".so") or sys.exit("engine NOT compiled: " + f); print("engine: compiled,", f)
 
 .PHONY: native test-native bench-native
 
 native: $(NATIVE_STAMP)
 
-$(NATIVE_STAMP): $(STAMP) $(wildcard engine/*.py)
+$(NATIVE_STAMP): $(PB) $(wildcard engine/*.py)
 	rm -rf $(NATIVE)
-	mkdir -p $(NATIVE)/engine
-	cp engine/*.py $(NATIVE)/engine/
+	mkdir -p $(NATIVE)
+	cp -rL clients/python/gostop $(NATIVE)/gostop
+	find $(NATIVE) -name __pycache__ -prune -exec rm -rf {} +
 	cd $(NATIVE) && $(CURDIR)/$(VENV)/bin/mypyc --config-file= --strict \
-		$(NATIVE_MODULES:%=engine/%.py) >mypyc.log 2>&1 || { tail -40 mypyc.log; exit 1; }
+		$(NATIVE_MODULES:%=gostop/engine/%.py) >mypyc.log 2>&1 || { tail -40 mypyc.log; exit 1; }
 	$(NATIVE_PY) -c '$(NATIVE_CHECK)'
 	touch $@
 
@@ -232,5 +233,5 @@ go-client: $(GO_PLUGINS) $(BUF)
 		go build -buildvcs=false -o bin/ ./examples/randombot ./cmd/conformance
 
 clean:
-	rm -rf $(VENV) .tools service/pb .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .tools clients/python/gostop/v1 .mypy_cache .pytest_cache .ruff_cache .hypothesis
 	rm -rf $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist $(TS_CLIENT)/src/gen $(GO_CLIENT)/bin

@@ -1,6 +1,6 @@
 """gostop engine: the five Go-Stop rule systems, pure and deterministic.
 
->>> from engine import Rules, new_round, legal_actions, apply
+>>> from gostop.engine import Rules, new_round, legal_actions, apply
 >>> state, events = new_round(Rules.preset("standard"), seed=7)
 >>> state.phase.value, len(state.seats[state.to_move].hand)
 ('play', 10)

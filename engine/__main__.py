@@ -1,4 +1,4 @@
-"""``python -m engine``: the command line."""
+"""``python -m gostop.engine``: the command line."""
 
 import sys
 

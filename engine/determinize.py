@@ -43,7 +43,7 @@ def determinize(v: View, rng: random.Random, hidden: Mapping[int, tuple[int, ...
     the right number of distinct cards among ``unknown_cards(v)``, else ``EngineError``. The
     other seats' hands and the stock are drawn uniformly from the remaining unknown cards.
 
-    >>> from engine import Rules, new_round, view
+    >>> from gostop.engine import Rules, new_round, view
     >>> state, _ = new_round(Rules.preset("standard"), seed=5)
     >>> sample = determinize(view(state, 0), random.Random(1))
     >>> sample.seats[0].hand == state.seats[0].hand, len(sample.stock) == len(state.stock)

@@ -510,7 +510,7 @@ class Playout:
     exactly those of ``apply`` (the same step functions). ``state()`` freezes the
     current position at any time.
 
-    >>> from engine import Rules, new_round
+    >>> from gostop.engine import Rules, new_round
     >>> p = Playout(new_round(Rules.preset("standard"), seed=3)[0])
     >>> while not p.over:
     ...     p.apply(p.legal_actions()[0])

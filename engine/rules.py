@@ -70,7 +70,7 @@ class Rules:
     >>> Rules(players=5)
     Traceback (most recent call last):
     ...
-    engine.errors.InvalidRules: players: must be 2, 3 or 4, not 5
+    gostop.engine.errors.InvalidRules: players: must be 2, 3 or 4, not 5
     """
 
     name: str = "standard"

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine import (
+from gostop.engine import (
     Action,
     Match,
     Rules,
@@ -56,7 +56,7 @@ from engine import (
     new_round,
     view,
 )
-from engine.game import Playout
+from gostop.engine.game import Playout
 
 CONFIGS: list[tuple[str, int]] = [
     ("standard", 2), ("standard", 3), ("simple", 2), ("classic", 2), ("classic", 3),
@@ -206,7 +206,7 @@ def compiled_modules() -> list[str]:
     """The engine modules imported from compiled extensions (``make native``), by name."""
     return sorted(
         name for name, module in sys.modules.items()
-        if name.startswith("engine.") and str(getattr(module, "__file__", "")).endswith((".so", ".pyd"))
+        if name.startswith("gostop.engine.") and str(getattr(module, "__file__", "")).endswith((".so", ".pyd"))
     )
 
 
@@ -215,7 +215,7 @@ def conditions(args: argparse.Namespace) -> dict[str, Any]:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     compiled = compiled_modules()
     return {
-        "engine": "mypyc-compiled (" + ", ".join(m.removeprefix("engine.") for m in compiled) + ")"
+        "engine": "mypyc-compiled (" + ", ".join(m.removeprefix("gostop.engine.") for m in compiled) + ")"
         if compiled else "pure Python",
         "python": sys.version.split()[0],
         "implementation": platform.python_implementation(),
@@ -264,8 +264,8 @@ def main() -> None:
     configs = parse_configs(args.configs)
     report: dict[str, Any] = {"conditions": conditions(args), "rounds": [], "calls": []}
     cond = report["conditions"]
-    if args.require_native and "engine.game" not in compiled_modules():
-        parser.error(f"the engine imported is not compiled ({sys.modules['engine.game'].__file__}): "
+    if args.require_native and "gostop.engine.game" not in compiled_modules():
+        parser.error(f"the engine imported is not compiled ({sys.modules['gostop.engine.game'].__file__}): "
                      "run make native and put build/native first on the path (PYTHONPATH=build/native python -P)")
     print(f"engine: {cond['engine']}")
     print(

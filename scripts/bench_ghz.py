@@ -57,8 +57,8 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor
 from grpc_health.v1 import health_pb2
 
-from engine import legal_action_ids
-from service.pb.gostop.v1 import game_pb2 as pb
+from gostop.engine import legal_action_ids
+from gostop.v1 import game_pb2 as pb
 
 HEALTH_CALL = "grpc.health.v1.Health/Check"
 SUBMIT_CALL = "gostop.v1.GameService/SubmitAction"

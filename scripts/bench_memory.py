@@ -2,7 +2,7 @@
 
 Usage: ``python scripts/bench_memory.py [--games N] [--json PATH]``.
 
-Starts its own ``redis-server`` and a gostop server process (``python -m service serve``) on
+Starts its own ``redis-server`` and a gostop server process (``python -m gostop serve``) on
 loopback, then plays ``--games`` standard 2-player games through the API with random legal
 actions, every action with a request id (as the client library sends them), and measures:
 
@@ -29,10 +29,10 @@ from typing import Any
 
 import bench_service as bs  # the server process and its start-up check (puts tests/ on the path)
 import grpc
-from redis_server import RedisServer
 
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.pb.gostop.v1 import game_pb2_grpc as pb_grpc
+from gostop.v1 import game_pb2 as pb
+from gostop.v1 import game_pb2_grpc as pb_grpc
+from redis_server import RedisServer
 
 
 def rss_bytes(pid: int) -> int:

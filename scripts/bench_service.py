@@ -4,7 +4,7 @@ Usage: ``python scripts/bench_service.py [--seconds S] [--inflight 1,8,32,64] [-
 [--server-workers N | --compare-workers 1,2] [--channels C] [--client-processes K]``.
 
 Starts its own ``redis-server`` (``--store redis``, the default) and the gostop server as a separate
-OS process (``python -m service serve``, with ``--workers N`` for ``--server-workers N``: a
+OS process (``python -m gostop serve``, with ``--workers N`` for ``--server-workers N``: a
 supervisor and N worker processes sharing the port with ``SO_REUSEPORT``), so that the asyncio
 gRPC client here and the server do not share a GIL, waits for health SERVING, then measures, for
 each in-flight level:
@@ -68,9 +68,9 @@ from typing import IO, Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from engine import Rules, State, action_from_id, apply_unchecked, legal_action_ids, new_match
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.pb.gostop.v1 import game_pb2_grpc as pb_grpc
+from gostop.engine import Rules, State, action_from_id, apply_unchecked, legal_action_ids, new_match
+from gostop.v1 import game_pb2 as pb
+from gostop.v1 import game_pb2_grpc as pb_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT / "tests"))
@@ -160,7 +160,7 @@ def free_ports(count: int) -> int:
 
 
 class ServerProcess:
-    """``python -m service serve`` on a free loopback port, its log in a temporary file.
+    """``python -m gostop serve`` on a free loopback port, its log in a temporary file.
 
     With ``workers > 1`` the process is the supervisor of ``service.workers``; its workers are its
     child processes, worker ``i`` serving metrics on ``metrics_port + i``."""
@@ -209,7 +209,7 @@ class ServerProcess:
         )
         self._log = tempfile.TemporaryFile(prefix="gostop-bench-server-")  # noqa: SIM115 (closed by stop)
         profiler = ["-m", "cProfile", "-o", self.profile] if self.profile else []
-        program = [str(ROOT / "scripts" / "domain_free_server.py")] if self.domain_free else ["-m", "service"]
+        program = [str(ROOT / "scripts" / "domain_free_server.py")] if self.domain_free else ["-m", "gostop"]
         argv = [
             sys.executable, *profiler, *program, "serve", "--listen", self.target,
             "--metrics-port", str(self.metrics_port), "--workers", str(self.workers),

@@ -1,6 +1,6 @@
 """A bound for SubmitAction: the real server with a turn's domain work taken out.
 
-``python scripts/domain_free_server.py serve ...`` takes the arguments of ``python -m service
+``python scripts/domain_free_server.py serve ...`` takes the arguments of ``python -m gostop
 serve``. It is the service in every respect but one: after a game's first SubmitAction, which runs
 as usual, every later SubmitAction of that game skips the engine step, the view, the events'
 messages, the log entry and the snapshot, and instead commits the bytes of that first turn again
@@ -25,17 +25,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import Action, Match
-from engine.events import Event
-from service import cli
-from service import server as server_module
-from service.auth import Authenticator
-from service.config import Config
-from service.errors import stale
-from service.games import Games, _action_kind
-from service.metrics import Metrics
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.store_api import Committed, Store
+from gostop.engine import Action, Match
+from gostop.engine.events import Event
+from gostop.service import server as server_module
+from gostop.service.auth import Authenticator
+from gostop.service.config import Config
+from gostop.service.errors import stale
+from gostop.service.games import Games, _action_kind
+from gostop.service.metrics import Metrics
+from gostop.service.store_api import Committed, Store
+from gostop.tools import cli
+from gostop.v1 import game_pb2 as pb
 
 
 class _Recording:

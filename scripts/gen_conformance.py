@@ -4,7 +4,7 @@ Each scenario is an explicit deal (or a seed) and a script of actions, taken fro
 of ``tests/test_special_events.py`` and ``tests/test_seed_examples.py``. This script plays each one
 through the ENGINE (``new_match`` / ``match_apply``, never the server) and writes what any client
 of the gRPC service must then observe: the request that creates the game, the steps to submit, the
-whole unredacted log (engine events converted with ``service.convert.event_to_pb``), the settlement
+whole unredacted log (engine events converted with ``gostop.wire.convert.event_to_pb``), the settlement
 and the spectator's final view, all as proto3 JSON. ``tests/conformance/README.md`` documents the
 format; ``tests/test_conformance_python.py`` runs the files against a live server and checks that
 they are up to date (``render_all`` here gives the exact text of every file).
@@ -25,7 +25,7 @@ from typing import Any, Final
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from engine import (
+from gostop.engine import (
     Action,
     Bomb,
     ChooseCapture,
@@ -49,10 +49,10 @@ from engine import (
     next_round,
     view,
 )
-from engine.deals import scripted_deal
-from engine.events import Event, RoundSettled
-from service import convert
-from service.pb.gostop.v1 import game_pb2 as pb
+from gostop.engine.deals import scripted_deal
+from gostop.engine.events import Event, RoundSettled
+from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 SCENARIO_DIR: Final = ROOT / "tests" / "conformance" / "scenarios"

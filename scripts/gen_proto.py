@@ -1,7 +1,9 @@
-"""Generate the Python protobuf and gRPC modules from proto/ into service/pb/.
+"""Generate the Python messages and gRPC stubs of proto/ (package ``gostop.v1``).
 
-The generated gRPC module imports its messages as ``gostop.v1``; they are rewritten to a
-relative import so that the generated tree lives inside the ``service`` package.
+The build runs this (setup.py) into the wheel, and ``make`` into the source tree
+(``clients/python/gostop/v1``, ignored by git), so the code is never committed and never edited:
+protoc writes ``gostop/v1/...`` as the proto package implies, and the gRPC stubs import the
+messages as ``gostop.v1`` with no rewriting.
 """
 
 from __future__ import annotations
@@ -9,38 +11,32 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from grpc_tools import protoc
-
 ROOT = Path(__file__).resolve().parent.parent
 PROTO = ROOT / "proto"
-OUT = ROOT / "service" / "pb"
+SOURCE_TREE = ROOT / "clients" / "python"
+
+
+def generate(out: Path, proto: Path = PROTO) -> list[Path]:
+    """Write ``gostop/v1/*_pb2*.py`` (and ``.pyi`` stubs) under ``out``; return the files written."""
+    from grpc_tools import protoc
+
+    files = sorted(str(p.relative_to(proto)) for p in proto.rglob("*.proto"))
+    if not files:
+        raise RuntimeError(f"no .proto files under {proto}")
+    folder = out / "gostop" / "v1"
+    folder.mkdir(parents=True, exist_ok=True)
+    include = Path(protoc.__file__).parent / "_proto"
+    code = protoc.main(["grpc_tools.protoc", f"-I{proto}", f"-I{include}", f"--python_out={out}",
+                        f"--pyi_out={out}", f"--grpc_python_out={out}", *files])
+    if code != 0:
+        raise RuntimeError(f"protoc failed ({code}) on {', '.join(files)}")
+    (folder / "__init__.py").write_text('"""Generated from proto/gostop/v1 by the build: do not edit."""\n')
+    (folder / "py.typed").touch()
+    return sorted(folder.iterdir())
 
 
 def main() -> int:
-    files = sorted(str(p.relative_to(PROTO)) for p in PROTO.rglob("*.proto"))
-    OUT.mkdir(parents=True, exist_ok=True)
-    include = Path(protoc.__file__).parent / "_proto"
-    code = protoc.main(
-        [
-            "grpc_tools.protoc",
-            f"-I{PROTO}",
-            f"-I{include}",
-            f"--python_out={OUT}",
-            f"--pyi_out={OUT}",
-            f"--grpc_python_out={OUT}",
-            *files,
-        ]
-    )
-    if code != 0:
-        return int(code)
-    for path in OUT.rglob("*.py"):
-        text = path.read_text()
-        fixed = text.replace("from gostop.v1 import", "from . import")
-        if fixed != text:
-            path.write_text(fixed)
-    for folder in [OUT, *[p for p in OUT.rglob("*") if p.is_dir()]]:
-        (folder / "__init__.py").touch()
-    (OUT / "py.typed").touch()
+    generate(SOURCE_TREE)
     return 0
 
 

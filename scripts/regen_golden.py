@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from engine import Event, Rules, State, apply, legal_actions, new_round
-from engine.render import event_line, state_text
-from engine.rng import Rng
+from gostop.engine import Event, Rules, State, apply, legal_actions, new_round
+from gostop.engine.render import event_line, state_text
+from gostop.engine.rng import Rng
 
 GOLDEN_DIR: Final = Path(__file__).resolve().parent.parent / "tests" / "golden"
 CHOOSER_SALT: Final = 0x5EED_C401CE

@@ -14,7 +14,7 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from engine import (
+from gostop.engine import (
     CorruptSnapshot,
     IllegalAction,
     InvalidDeal,

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import grpc
 import orjson
 
-from engine import (
+from gostop.engine import (
     PRESET_PLAYERS,
     Action,
     Deal,
@@ -40,16 +40,16 @@ from engine import (
     redact,
     view,
 )
-from engine.events import Event, RoundSettled
-from engine.render import action_label
-from engine.serialize import encode, from_data
+from gostop.engine.events import Event, RoundSettled
+from gostop.engine.render import action_label
+from gostop.engine.serialize import encode, from_data
+from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert
 
-from . import convert
 from .auth import Authenticator, Caller, seat_in
 from .config import Config
 from .errors import ServiceError, denied, invalid, not_found, precondition, stale, unauthenticated
 from .metrics import Metrics
-from .pb.gostop.v1 import game_pb2 as pb
 from .plays import RoundPlays, round_plays
 from .store_api import Committed, Conflict, Duplicate, Missing, Store, StoreCorrupt, StoreUnavailable
 

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from service.store_api import (
+from gostop.service.store_api import (
     CommitResult,
     Committed,
     Conflict,

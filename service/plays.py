@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine import Match
-from engine.serialize import plays_json
-
-from .convert import fill
-from .pb.gostop.v1 import game_pb2 as pb
+from gostop.engine import Match
+from gostop.engine.serialize import plays_json
+from gostop.v1 import game_pb2 as pb
+from gostop.wire.convert import fill
 
 
 @dataclass(frozen=True, slots=True)

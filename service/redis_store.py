@@ -48,14 +48,14 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
-from service.memory_store import (
+from gostop.service.memory_store import (
     REQUEST_SEPARATOR,
     check_fingerprint,
     check_game_id,
     check_ttl,
 )
-from service.resp import NotSent, RespClient
-from service.store_api import (
+from gostop.service.resp import NotSent, RespClient
+from gostop.service.store_api import (
     CommitResult,
     Committed,
     Conflict,

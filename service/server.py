@@ -18,13 +18,14 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
+from gostop.v1 import game_pb2 as pb
+from gostop.v1 import game_pb2_grpc as pb_grpc
+
 from .auth import Authenticator
 from .config import Config
 from .errors import classify, invalid, to_status
 from .games import Games
 from .metrics import Metrics
-from .pb.gostop.v1 import game_pb2 as pb
-from .pb.gostop.v1 import game_pb2_grpc as pb_grpc
 from .stores import open_store
 from .workers import worker_index
 

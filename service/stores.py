@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from service.memory_store import MemoryStore
-from service.redis_store import RedisStore
-from service.store_api import Store
+from gostop.service.memory_store import MemoryStore
+from gostop.service.redis_store import RedisStore
+from gostop.service.store_api import Store
 
 REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "redis+cluster")
 

@@ -91,7 +91,7 @@ class Supervisor:
         self.stopping = False
 
     def _start(self, index: int) -> None:
-        argv = [sys.executable, "-m", "service", "serve"]
+        argv = [sys.executable, "-m", "gostop", "serve"]
         process = subprocess.Popen(argv, env=worker_env(self.config, index, os.environ), stdin=subprocess.DEVNULL)
         self.workers[index] = process
         self.started[index] = time.monotonic()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Final
 
-from engine import Event, Rules, State, apply, legal_actions, new_round
+from gostop.engine import Event, Rules, State, apply, legal_actions, new_round
 
 CONFIGS: Final[list[tuple[str, int]]] = [
     ("standard", 2),

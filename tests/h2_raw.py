@@ -16,7 +16,7 @@ import h2.connection
 import h2.events
 from google.rpc import error_details_pb2, status_pb2
 
-from service.pb.gostop.v1 import game_pb2 as pb
+from gostop.v1 import game_pb2 as pb
 
 
 @dataclass

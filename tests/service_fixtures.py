@@ -30,17 +30,17 @@ import pytest
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
-from redis_server import RedisServer, free_port
 
-from engine import Match, Rules, match_apply, new_match, next_round, redact
-from engine.events import Event
-from service import convert
-from service.config import Config
-from service.embedded import serving
-from service.errors import DOMAIN
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.pb.gostop.v1 import game_pb2_grpc as pb_grpc
-from service.server import Server
+from gostop.engine import Match, Rules, match_apply, new_match, next_round, redact
+from gostop.engine.events import Event
+from gostop.service.config import Config
+from gostop.service.embedded import serving
+from gostop.service.errors import DOMAIN
+from gostop.service.server import Server
+from gostop.v1 import game_pb2 as pb
+from gostop.v1 import game_pb2_grpc as pb_grpc
+from gostop.wire import convert
+from redis_server import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "service-tests-token-secret-0123456789"
@@ -304,7 +304,7 @@ def redacted(log: pb.GetGameLogResponse, rounds: int, seat: int, after: int = 0)
 
 @dataclass
 class ServerProcess:
-    """``python -m service serve`` as a separate OS process, its output in a temporary file."""
+    """``python -m gostop serve`` as a separate OS process, its output in a temporary file."""
 
     process: subprocess.Popen[bytes]
     port: int
@@ -368,7 +368,7 @@ async def start_process(redis_url: str, **env: str) -> ServerProcess:
     }
     with open(name, "wb") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--listen", f"127.0.0.1:{port}", "--metrics-port", "0"],
+            [sys.executable, "-m", "gostop", "serve", "--listen", f"127.0.0.1:{port}", "--metrics-port", "0"],
             cwd=ROOT, env=variables, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
         )
     server = ServerProcess(process, port, Path(name))

@@ -11,13 +11,13 @@ from types import ModuleType
 import grpc
 import pytest
 
-from engine import Match, match_from_bytes
-from service.auth import Authenticator
-from service.config import Config
-from service.errors import ServiceError
-from service.metrics import Metrics
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.stores import open_store
+from gostop.engine import Match, match_from_bytes
+from gostop.service.auth import Authenticator
+from gostop.service.config import Config
+from gostop.service.errors import ServiceError
+from gostop.service.metrics import Metrics
+from gostop.service.stores import open_store
+from gostop.v1 import game_pb2 as pb
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "domain_free_server.py"
 

@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
+
 from conftest import CONFIGS, config_id
-from gostop_client.arena import (
+from gostop.bots import BOT_NAMES, Bot, GreedyBot, MctsBot, RandomBot, make_bot
+from gostop.bots.arena import (
     BotSpec,
     Timing,
     duplicate_match,
@@ -19,12 +21,10 @@ from gostop_client.arena import (
     summarize,
     wilson,
 )
-from gostop_client.bots import BOT_NAMES, Bot, GreedyBot, MctsBot, RandomBot, make_bot
-from gostop_client.bots.belief import Belief
-from gostop_client.bots.mcts import DEFAULT_CPU_MILLIS
-
-from engine import Action, Rules, State, View, apply, card_places, legal_actions, new_round, view
-from engine.determinize import determinize
+from gostop.bots.belief import Belief
+from gostop.bots.mcts import DEFAULT_CPU_MILLIS
+from gostop.engine import Action, Rules, State, View, apply, card_places, legal_actions, new_round, view
+from gostop.engine.determinize import determinize
 
 
 def _play_checked(rules: Rules, seed: int, bots: Sequence[Bot]) -> tuple[State, list[Action]]:

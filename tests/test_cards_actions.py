@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import (
+from gostop.engine import (
     CODE,
     HIDDEN,
     KIND,
@@ -44,7 +44,7 @@ from engine import (
     legal_actions,
     new_round,
 )
-from engine.rng import Rng
+from gostop.engine.rng import Rng
 
 # ------------------------------------------------------------------ cards
 

@@ -1,4 +1,4 @@
-"""The Python client (``gostop_client.client`` and ``.convert``) against real servers: every RPC
+"""The Python client (``gostop.client`` and ``.convert``) against real servers: every RPC
 through the sync and async clients (memory store and Redis), typed errors, retries of UNAVAILABLE
 (a client started before its server; a reply lost after the commit, retried with the same request
 id and applied once; a server process killed and restarted on the same port), the ABORTED re-read
@@ -25,28 +25,44 @@ from typing import Any
 
 import grpc
 import pytest
+
 from conftest import CONFIGS, config_id
-from gostop_client import convert as client_convert
-from gostop_client.client import (
+from gostop.client import (
     AsyncGostopClient,
     Game,
     GameNotFound,
     GostopClient,
-    IllegalAction,
+    IllegalActionError,
     InvalidRequest,
-    NotYourTurn,
+    NotYourTurnError,
     PermissionDenied,
     RequestIdReused,
     RetryPolicy,
     RoundInProgress,
-    RoundOver,
+    RoundOverError,
     StaleVersion,
     Unauthenticated,
     Unavailable,
-    _WatchCursor,
     seat_of_token,
 )
-from gostop_client.convert import (
+from gostop.client.client import _WatchCursor
+from gostop.engine import (
+    SPECTATOR,
+    Match,
+    PlayCard,
+    Rules,
+    action_id,
+    legal_actions,
+    match_apply,
+    new_match,
+    next_round,
+    view,
+)
+from gostop.service.embedded import EmbeddedServer
+from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert as client_convert
+from gostop.wire import convert as server_convert
+from gostop.wire.convert import (
     action_from_pb,
     action_to_pb,
     event_from_pb,
@@ -54,7 +70,6 @@ from gostop_client.convert import (
     match_from_pb,
     view_from_pb,
 )
-from gostop_client.play import LocalServer
 from redis_server import RedisServer, free_port
 from service_fixtures import (
     BACKENDS,
@@ -70,21 +85,6 @@ from service_fixtures import (
     wait_serving,
 )
 
-from engine import (
-    SPECTATOR,
-    Match,
-    PlayCard,
-    Rules,
-    action_id,
-    legal_actions,
-    match_apply,
-    new_match,
-    next_round,
-    view,
-)
-from service import convert as server_convert
-from service.pb.gostop.v1 import game_pb2 as pb
-
 FAST = RetryPolicy(initial_backoff=0.01, max_backoff=0.2, max_attempts=50, max_elapsed=30)
 
 
@@ -92,13 +92,13 @@ FAST = RetryPolicy(initial_backoff=0.01, max_backoff=0.2, max_attempts=50, max_e
 def target_fixture(request: pytest.FixtureRequest) -> Iterator[str]:
     """``target``: an in-process server (its own thread and loop) over the memory store or Redis."""
     url = request.getfixturevalue("service_redis").url if request.param == "redis" else ""
-    with LocalServer(config(url)) as server:
+    with EmbeddedServer(config(url)) as server:
         yield server.target
 
 
 @pytest.fixture(scope="module", name="memory_target")
 def memory_target_fixture() -> Iterator[str]:
-    with LocalServer(config()) as server:
+    with EmbeddedServer(config()) as server:
         yield server.target
 
 
@@ -181,9 +181,9 @@ def test_every_rpc_sync(target: str) -> None:
         assert tail == redacted(log, 2, 1, after=9)
         assert list(client.watch(game, game.version, 1)) == []
 
-        with pytest.raises(RoundOver):
+        with pytest.raises(RoundOverError):
             client.start_next_round(game, 0)
-        with pytest.raises(RoundOver):
+        with pytest.raises(RoundOverError):
             client.act(game, 0, lambda v: 0)
 
 
@@ -213,12 +213,12 @@ def test_errors_are_typed_sync(target: str) -> None:
         with pytest.raises(PermissionDenied) as closed:
             plain.log(game, seat=0, token=game.token(0))
         assert closed.value.reason == "LOG_NOT_AVAILABLE"
-        with pytest.raises(NotYourTurn):
+        with pytest.raises(NotYourTurnError):
             client.submit_action(game, 1 - mover, legal[0])
-        with pytest.raises(NotYourTurn):  # checked by the client before choosing
+        with pytest.raises(NotYourTurnError):  # checked by the client before choosing
             client.act(game, 1 - mover, lambda v: 0)
         hand = set(client.get_game(game, mover).seats[mover].hand)
-        with pytest.raises(IllegalAction):
+        with pytest.raises(IllegalActionError):
             client.submit_action(game, mover, PlayCard(next(c for c in range(48) if c not in hand)))
         with pytest.raises(InvalidRequest) as malformed:
             client.submit_action(game, mover, 999)
@@ -255,7 +255,7 @@ def test_client_started_before_the_server_retries_until_it_is_up() -> None:
         thread = threading.Thread(target=lambda: results.append(client.create_game("simple", seed=3)))
         thread.start()
         time.sleep(0.6)  # the first attempts fail: nothing listens yet
-        with LocalServer(config(listen=f"127.0.0.1:{port}")):
+        with EmbeddedServer(config(listen=f"127.0.0.1:{port}")):
             thread.join(20)
             assert results and isinstance(results[0], Game)
             assert client.get_game(results[0], 0).version == 1
@@ -269,7 +269,7 @@ def test_tls_with_root_certificates(tmp_path: Path) -> None:
     subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
                     "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
                    check=True, capture_output=True, timeout=30)
-    with LocalServer(config(tls_cert=str(cert), tls_key=str(key))) as server:
+    with EmbeddedServer(config(tls_cert=str(cert), tls_key=str(key))) as server:
         with GostopClient(server.target, root_certificates=cert.read_bytes(), operator_key=OPERATOR_KEY) as client:
             game = client.create_game("simple", seed=1)
             assert client.get_game(game, 0).viewer == 0
@@ -425,14 +425,14 @@ async def test_every_rpc_async(target: str) -> None:
 
         with pytest.raises(GameNotFound):
             await client.get_game("missing-game")
-        with pytest.raises(RoundOver):
+        with pytest.raises(RoundOverError):
             await client.start_next_round(game, 0)
         fresh = await client.create_game("standard", seed=9)
         view0 = await client.get_game(fresh, (await client.get_game(fresh)).to_move)
         with pytest.raises(StaleVersion) as stale:
             await client.submit_action(fresh, view0.viewer, view0.legal_actions[0], expected_version=3)
         assert stale.value.current_version == 1
-        with pytest.raises(NotYourTurn):
+        with pytest.raises(NotYourTurnError):
             await client.submit_action(fresh, 1 - view0.viewer, view0.legal_actions[0])
         first = await client.submit_action(fresh, view0.viewer, view0.legal_actions[0], request_id="a-1")
         assert await client.submit_action(fresh, view0.viewer, view0.legal_actions[0], request_id="a-1",
@@ -525,7 +525,7 @@ def test_watch_resumes_streams_cut_inside_versions(memory_target: str) -> None:
 
 
 def _start_on(port: int, redis_url: str) -> ServerProcess:
-    """``python -m service serve`` on a given port with Redis and the shared token secret."""
+    """``python -m gostop serve`` on a given port with Redis and the shared token secret."""
     handle, name = tempfile.mkstemp(prefix="gostop-client-test-", suffix=".log")
     os.close(handle)
     env = {**os.environ, "GOSTOP_REDIS_URL": redis_url, "GOSTOP_TOKEN_SECRET": SECRET,
@@ -533,7 +533,7 @@ def _start_on(port: int, redis_url: str) -> ServerProcess:
            "PYTHONPATH": str(ROOT)}
     with open(name, "wb") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--listen", f"127.0.0.1:{port}", "--metrics-port", "0"],
+            [sys.executable, "-m", "gostop", "serve", "--listen", f"127.0.0.1:{port}", "--metrics-port", "0"],
             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
         )
     return ServerProcess(process, port, Path(name))

@@ -26,8 +26,8 @@ from typing import Final
 
 import pytest
 
-from service.config import Config
-from service.embedded import EmbeddedServer
+from gostop.service.config import Config
+from gostop.service.embedded import EmbeddedServer
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 TS_DIR: Final = ROOT / "clients" / "typescript"

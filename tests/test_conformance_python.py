@@ -21,13 +21,13 @@ from typing import Any, Final
 import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
+
+from gostop.engine import action_id
+from gostop.v1 import game_pb2 as pb
+from gostop.v1 import game_pb2_grpc as pb_grpc
+from gostop.wire import convert
 from redis_server import RedisServer
 from service_fixtures import OPERATOR, config, running_server, seat_md, service_redis_fixture  # noqa: F401
-
-from engine import action_id
-from service import convert
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.pb.gostop.v1 import game_pb2_grpc as pb_grpc
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 SCENARIOS: Final = ROOT / "tests" / "conformance" / "scenarios"

@@ -6,11 +6,11 @@ import random
 from collections import Counter
 
 import pytest
-from conftest import CONFIGS, config_id
 
-from engine import Rules, apply, card_places, legal_actions, new_round, view
-from engine.determinize import determinize, unknown_cards
-from engine.game import Playout
+from conftest import CONFIGS, config_id
+from gostop.engine import Rules, apply, card_places, legal_actions, new_round, view
+from gostop.engine.determinize import determinize, unknown_cards
+from gostop.engine.game import Playout
 
 
 @pytest.mark.parametrize(("preset", "players"), CONFIGS, ids=[config_id(c) for c in CONFIGS])
@@ -90,7 +90,7 @@ def test_fixed_hidden_hands_are_honoured() -> None:
 
 
 def test_fixed_hidden_hands_must_fit_the_view() -> None:
-    from engine import EngineError
+    from gostop.engine import EngineError
 
     state, _ = new_round(Rules.preset("standard"), 12)
     seen = view(state, 0)

@@ -15,6 +15,9 @@ import random
 from collections.abc import AsyncIterator
 
 import pytest
+
+from gostop.engine import Rules, new_match
+from gostop.v1 import game_pb2 as pb
 from service_fixtures import (
     API_KEY,
     BACKENDS,
@@ -27,9 +30,6 @@ from service_fixtures import (
     running_server,
     service_redis_fixture,  # noqa: F401  (a fixture)
 )
-
-from engine import Rules, new_match
-from service.pb.gostop.v1 import game_pb2 as pb
 
 PLAYER = key_md(API_KEY)
 """A creator with an API key, not an operator key."""

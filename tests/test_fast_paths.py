@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from engine.cards import ALL_CARDS, mask_of
-from engine.scoring import mask_score, mask_total, score
+from gostop.engine.cards import ALL_CARDS, mask_of
+from gostop.engine.scoring import mask_score, mask_total, score
 
 
 def test_mask_total_is_the_score_total() -> None:

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Final
 
 import pytest
+
 from conftest import CONFIGS
 
 SCRIPT: Final = Path(__file__).resolve().parent.parent / "scripts" / "regen_golden.py"

@@ -1,7 +1,7 @@
 """The grpcurl examples of ``docs/grpcurl.md``, run against a real server process.
 
 The examples are parsed from the page itself, so the documentation cannot rot: every ```` ```sh ````
-block is run in order with bash (``set -euo pipefail``) against ``python -m service serve`` on a free
+block is run in order with bash (``set -euo pipefail``) against ``python -m gostop serve`` on a free
 port (memory store, fixed token secret, an API key and an operator key), with ``ADDR``, ``API_KEY``
 and ``OPERATOR_KEY`` in the environment and ``.tools/bin`` (where ``make test`` installs grpcurl) on
 ``PATH``. Rules of the page:
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+
 from service_fixtures import OPERATOR_KEY, start_process
 
 ROOT: Final = Path(__file__).resolve().parent.parent

@@ -30,7 +30,6 @@ import subprocess
 import sys
 import time
 import tomllib
-import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,10 +39,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from service import config as server_config
-from service.metrics import Metrics
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.server import SERVICE
+from gostop.service import config as server_config
+from gostop.service.metrics import Metrics
+from gostop.service.server import SERVICE
+from gostop.v1 import game_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "helm" / "gostop"
@@ -505,7 +504,7 @@ def test_selectors_and_references_agree(variant: Variant) -> None:
 
 
 def test_tournament_job_calls_the_service() -> None:
-    from gostop_client import tournament
+    from gostop.tools import tournament
 
     job = one(ALL, "Job", f"{FULLNAME}-tournament-1")
     assert job["spec"]["completionMode"] == "Indexed"
@@ -627,10 +626,11 @@ def test_dockerfile_is_multi_stage_with_a_small_final_stage() -> None:
     match = re.search(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE.read_text(), re.MULTILINE)
     assert match and match.group(1) == "python:3.11-slim"
     assert build[0].value.startswith("${PYTHON_IMAGE} ") and final[0].value.startswith("${PYTHON_IMAGE} ")
-    # The build stage generates the gRPC code, then installs the project non-editable.
+    # The build stage installs the project with its [server] extra, non-editable (the build generates
+    # the gRPC code: setup.py), with the pinned build tools installed before it.
     runs = " ".join(i.value for i in build if i.keyword == "RUN")
     assert "python -m venv /opt/venv" in runs
-    assert runs.index("python scripts/gen_proto.py") < runs.index("pip install .")
+    assert runs.index("grpcio-tools==") < runs.index("pip install --no-build-isolation './[server]'")
     assert "pip install -e" not in runs and "--editable" not in runs
     # The final stage: the venv and nothing else; no package installs, no compilers.
     copies = [i.value for i in final if i.keyword in ("COPY", "ADD")]
@@ -650,8 +650,8 @@ def test_dockerfile_runs_the_server_as_a_non_root_user() -> None:
     entrypoint = [json.loads(i.value) for i in final if i.keyword == "ENTRYPOINT"]
     assert entrypoint == [["gostop", "serve"]], "exec form, so that SIGTERM reaches the server"
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["gostop"] == "service.cli:main"
-    assert 'sub.add_parser("serve"' in (ROOT / "service" / "cli.py").read_text()
+    assert scripts["gostop"] == "gostop.tools.cli:main"
+    assert 'sub.add_parser("serve"' in (ROOT / "clients/python/gostop/tools/cli.py").read_text()
     deployment = one(DEFAULT, "Deployment")["spec"]["template"]["spec"]
     assert "command" not in deployment["containers"][0] and "args" not in deployment["containers"][0]
 
@@ -681,10 +681,10 @@ def test_dockerignore_keeps_the_context_to_the_sources() -> None:
     included = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
     sources = {word.removeprefix("./").rstrip("/") for i in dockerfile_stages()[0] if i.keyword == "COPY"
                for word in i.value.split()[:-1] if not word.startswith("--")}
-    assert {"pyproject.toml", "README.md", "proto", "engine", "service", "clients/python"} <= sources
+    assert {"pyproject.toml", "setup.py", "README.md", "proto", "engine", "service", "clients/python"} <= sources
     for source in sources:
         assert any(source == inc or source.startswith(inc + "/") for inc in included), f"{source} is not in the context"
-    assert "service/pb/" in patterns, "the generated code is rebuilt in the image"
+    assert "clients/python/gostop/v1/" in patterns, "the generated code is rebuilt in the image"
 
 
 def test_hadolint() -> None:
@@ -728,7 +728,7 @@ def start_server(tmp_path: Path, env: dict[str, str], wrapper: Sequence[str] = (
         "GOSTOP_METRICS_PORT": str(free_port()),
     }
     with log.open("wb") as out:
-        process = subprocess.Popen([*wrapper, sys.executable, "-m", "service", "serve"], cwd=tmp_path, env=variables,
+        process = subprocess.Popen([*wrapper, sys.executable, "-m", "gostop", "serve"], cwd=tmp_path, env=variables,
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     server = Server(process, port, log)
     deadline = time.monotonic() + 60
@@ -835,29 +835,6 @@ def written_paths(trace: Path) -> tuple[int, set[str]]:
         if (call in ("open", "openat") and WRITE_FLAGS.search(rest)) or call in WRITE_CALLS:
             written.add(path)
     return calls, written
-
-
-def test_wheel_carries_the_generated_grpc_code(tmp_path: Path) -> None:
-    """`pip install .` in the image installs service/pb: the generated package is in the wheel."""
-    source = tmp_path / "src"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules")
-    for name in ("engine", "service", "clients/python"):
-        shutil.copytree(ROOT / name, source / name, ignore=ignore)
-    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                             "--wheel-dir", str(tmp_path / "dist"), str(source)],
-                            capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-    [wheel] = (tmp_path / "dist").glob("gostop-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
-    for module in ("service/pb/__init__.py", "service/pb/gostop/__init__.py", "service/pb/gostop/v1/__init__.py",
-                   "service/pb/gostop/v1/game_pb2.py", "service/pb/gostop/v1/game_pb2_grpc.py",
-                   "service/cli.py", "engine/__init__.py"):
-        assert module in names, f"{module} is not in the wheel"
-    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "gostop = service.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def iter_values(values: dict[str, Any], prefix: str = "") -> Iterator[str]:

@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 import structlog
+
+from gostop.service.auth import Authenticator
+from gostop.service.errors import ServiceError
+from gostop.v1 import game_pb2 as pb
 from h2_raw import RawReply, get_game, raw_call
 from service_fixtures import API_KEY, Api, config, running_server
-
-from service.auth import Authenticator
-from service.errors import ServiceError
-from service.pb.gostop.v1 import game_pb2 as pb
 
 UNAUTHENTICATED = 16
 INVALID_ARGUMENT = 3
@@ -105,7 +105,7 @@ async def test_any_authorization_bytes_end_in_bad_credentials(server: Api, value
 
 def test_internal_tracebacks_are_rate_limited() -> None:
     """A bug a caller can trigger once per call must not write a traceback per call."""
-    from service.server import TracebackLimiter
+    from gostop.service.server import TracebackLimiter
 
     limiter = TracebackLimiter(interval=60.0)
     with structlog.testing.capture_logs() as logs:

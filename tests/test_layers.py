@@ -1,9 +1,9 @@
 """Layers import only downwards: engine <- wire <- service | client <- bots <- tools.
 
 Every import of our own modules (at the top of a module or inside a function) is read from the
-source and checked against the layer table below, and no two of our modules may import each other
-in a circle. The table names today's modules; as the packages move to one ``gostop`` namespace the
-prefixes change, not the rules.
+source and checked against the layer table below (README.md shows it), and no two of our modules
+may import each other in a circle. The modules are those of the ``gostop`` namespace, read from
+the folders pyproject.toml maps it to.
 """
 
 from __future__ import annotations
@@ -15,20 +15,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = {"engine": ROOT / "engine", "service": ROOT / "service",
-           "gostop_client": ROOT / "clients/python/gostop_client"}
+SOURCES = {"gostop.engine": ROOT / "engine", "gostop.service": ROOT / "service",
+           "gostop": ROOT / "clients/python/gostop"}
+"""Import prefix -> folder. The ``gostop`` folder's links to engine/ and service/ and its generated
+``v1`` are not read through it."""
+GENERATED = "gostop.v1"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # (layer, module prefixes), the most specific prefix wins
-    ("engine", ("engine",)),
-    ("wire", ("service.pb", "service.convert", "service.plays", "gostop_client.convert")),
-    ("service", ("service",)),
-    ("client", ("gostop_client.client", "gostop_client")),
-    ("bots", ("gostop_client.bots", "gostop_client.arena")),
-    # The runner holds the seat runner (a client piece) and the `gostop bot` command with its bot
-    # registry (a tool): it is a tool until the two are split.
-    ("tools", ("gostop_client.play", "gostop_client.tournament", "gostop_client.runner", "service.cli",
-               "service.__main__", "engine.cli", "engine.__main__")),
+    ("engine", ("gostop.engine",)),
+    ("wire", (GENERATED, "gostop.wire")),
+    ("service", ("gostop.service",)),
+    ("client", ("gostop.client",)),
+    ("bots", ("gostop.bots",)),
+    ("tools", ("gostop", "gostop.tools", "gostop.__main__", "gostop.engine.cli", "gostop.engine.__main__")),
 )
 MAY_IMPORT: dict[str, set[str]] = {
     "engine": {"engine"},
@@ -38,6 +38,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "bots": {"engine", "bots"},
     "tools": {"engine", "wire", "service", "client", "bots", "tools"},
 }
+OLD_NAMES = ("engine", "service", "gostop_client")
+"""Top-level import names of before the ``gostop`` namespace: nothing may import them."""
 
 
 def layer_of(module: str) -> str:
@@ -54,9 +56,9 @@ def modules() -> Iterator[tuple[str, Path]]:
     for package, folder in SOURCES.items():
         for path in sorted(folder.rglob("*.py")):
             rel = path.relative_to(folder).with_suffix("")
-            if rel.parts and rel.parts[0] == "pb":
-                continue  # generated
-            parts = [package, *rel.parts]
+            if package == "gostop" and rel.parts[0] in ("engine", "service", "v1"):
+                continue  # read from their own folders; v1 is generated
+            parts = [*package.split("."), *rel.parts]
             if parts[-1] == "__init__":
                 parts.pop()
             yield ".".join(parts), path
@@ -79,16 +81,16 @@ def own_imports(module: str, path: Path) -> set[str]:
                 base = ".".join([*anchor, *([base] if base else [])])
             names = [base] + [f"{base}.{a.name}" for a in node.names]
         for name in names:
-            if name.split(".")[0] in SOURCES:
+            if name.split(".")[0] in ("gostop", *OLD_NAMES):
                 found.add(name)
     return found
 
 
 def _known(name: str, known: set[str]) -> str | None:
     """The module of ours that ``name`` (a module, or a name imported from one) refers to (the
-    generated ``service.pb`` modules count as one)."""
-    if name == "service.pb" or name.startswith("service.pb."):
-        return "service.pb"
+    generated ``gostop.v1`` modules count as one)."""
+    if name == GENERATED or name.startswith(GENERATED + "."):
+        return GENERATED
     while name and name not in known:
         name = name.rpartition(".")[0]
     return name or None
@@ -96,12 +98,12 @@ def _known(name: str, known: set[str]) -> str | None:
 
 def graph() -> dict[str, set[str]]:
     found = dict(modules())
-    known = set(found) | {"service.pb"}
+    known = set(found) | {GENERATED}
     edges: dict[str, set[str]] = {}
     for module, path in found.items():
         targets = {_known(n, known) for n in own_imports(module, path)}
         edges[module] = {t for t in targets if t is not None and t != module}
-    edges["service.pb"] = set()
+    edges[GENERATED] = set()
     return edges
 
 
@@ -155,6 +157,17 @@ def test_every_import_goes_down_the_layers() -> None:
     assert violations(graph()) == []
 
 
+def test_nothing_imports_the_old_top_level_names() -> None:
+    """Not the package, its tests, scripts or examples."""
+    found = dict(modules())
+    for folder in ("tests", "scripts", "clients/python/examples"):
+        found.update((str(path.relative_to(ROOT)), path) for path in (ROOT / folder).rglob("*.py"))
+    found["setup"] = ROOT / "setup.py"
+    old = sorted(f"{module} imports {name}" for module, path in found.items() for name in own_imports(module, path)
+                 if name.split(".")[0] in OLD_NAMES)
+    assert old == []
+
+
 def test_no_import_circles() -> None:
     """(A package and its own submodules import each other by design: ``__init__`` re-exports.)"""
     edges = graph()
@@ -163,10 +176,13 @@ def test_no_import_circles() -> None:
 
 
 @pytest.mark.parametrize(("module", "target"), [
-    ("engine.game", "service.games"),  # the engine reaching up into the service
-    ("service.convert", "service.games"),  # the wire depending on the service
-    ("gostop_client.bots.greedy", "gostop_client.client"),  # a bot depending on the transport
-    ("gostop_client.client", "service.server"),  # the client depending on the server
+    ("gostop.engine.game", "gostop.service.games"),  # the engine reaching up into the service
+    ("gostop.engine.views", "gostop.v1"),  # the engine depending on the messages
+    ("gostop.wire.convert", "gostop.service.games"),  # the wire depending on the service
+    ("gostop.bots.greedy", "gostop.client"),  # a bot depending on the transport
+    ("gostop.client", "gostop.service.server"),  # the client depending on the server
+    ("gostop.client.runner", "gostop.bots"),  # the client depending on the bots
+    ("gostop.service.games", "gostop.tools.cli"),  # the service depending on the command line
 ])
 def test_the_check_catches_an_upward_import(module: str, target: str) -> None:
     edges = graph()
@@ -177,6 +193,6 @@ def test_the_check_catches_an_upward_import(module: str, target: str) -> None:
 
 def test_the_check_catches_a_circle() -> None:
     edges = graph()
-    edges["gostop_client.runner"] = edges["gostop_client.runner"] | {"gostop_client.play"}
-    assert edges["gostop_client.play"] >= {"gostop_client.runner"}
+    edges["gostop.client.runner"] = edges["gostop.client.runner"] | {"gostop.tools.play"}
+    assert edges["gostop.tools.play"] >= {"gostop.client.runner"}
     assert cycles(edges), "play <-> runner was not caught"

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from gostop_client.play import _width
+from gostop.tools.play import _width
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "(q quits): "
@@ -30,7 +30,7 @@ class Terminal:
         pid, fd = pty.fork()
         if pid == 0:  # the child: becomes the game
             os.chdir(ROOT)
-            os.execve(sys.executable, [sys.executable, "-m", "service", "play", *args], env)
+            os.execve(sys.executable, [sys.executable, "-m", "gostop", "play", *args], env)
         self.pid, self.fd = pid, fd
         self.text = ""
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")

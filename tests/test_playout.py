@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import CONFIGS, config_id
 
-from engine import Rules, apply, legal_actions, new_round, state_to_bytes
-from engine.game import Playout
+from conftest import CONFIGS, config_id
+from gostop.engine import Rules, apply, legal_actions, new_round, state_to_bytes
+from gostop.engine.game import Playout
 
 
 @pytest.mark.parametrize(("preset", "players"), CONFIGS, ids=[config_id(c) for c in CONFIGS])

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Sequence
 from typing import Final, cast
 
 import pytest
-from conftest import CONFIGS, config_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import (
+from conftest import CONFIGS, config_id
+from gostop.engine import (
     Action,
     Bomb,
     ChooseCapture,
@@ -53,7 +53,7 @@ from engine import (
     state_from_bytes,
     state_to_bytes,
 )
-from engine.events import RoundSettled, ScoreChanged
+from gostop.engine.events import RoundSettled, ScoreChanged
 
 MID_TURN: Final = frozenset({Phase.CHOOSE_FLIP, Phase.GUKJIN})
 """Decisions taken inside a turn after some captures. Scores are reported when the turn settles

@@ -12,10 +12,10 @@ from collections import Counter
 from typing import Final
 
 import pytest
-from conftest import CONFIGS, config_id, play_random
 
-from engine import Rules, State, card_places, legal_actions
-from engine.events import RoundSettled
+from conftest import CONFIGS, config_id, play_random
+from gostop.engine import Rules, State, card_places, legal_actions
+from gostop.engine.events import RoundSettled
 
 ROUNDS: Final = 10_000
 

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 
 import hiredis
 import pytest
-from redis_server import HOST, RedisServer
 
-from service.redis_store import RedisStore, _fast_client
-from service.resp import RespClient
-from service.store_api import Committed, StoreUnavailable
+from gostop.service.redis_store import RedisStore, _fast_client
+from gostop.service.resp import RespClient
+from gostop.service.store_api import Committed, StoreUnavailable
+from redis_server import HOST, RedisServer
 
 TTL = 60_000
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.rng import Rng
+from gostop.engine.rng import Rng
 
 
 def _reference_shuffle(seed: int, n: int) -> tuple[list[int], int]:

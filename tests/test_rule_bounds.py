@@ -13,12 +13,12 @@ import random
 
 import grpc
 import pytest
-from service_fixtures import OPERATOR, Api, api_fixture, expect, service_redis_fixture  # noqa: F401
 
-from engine import IllegalAction, InvalidRules, Playout, Rules, new_match, next_round
-from engine.rules import COUNT_MAX, POINTS_MAX, ROUND_MONEY_MAX, TOTAL_MAX
-from service import convert
-from service.pb.gostop.v1 import game_pb2 as pb
+from gostop.engine import IllegalAction, InvalidRules, Playout, Rules, new_match, next_round
+from gostop.engine.rules import COUNT_MAX, POINTS_MAX, ROUND_MONEY_MAX, TOTAL_MAX
+from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert
+from service_fixtures import OPERATOR, Api, api_fixture, expect, service_redis_fixture  # noqa: F401
 
 BOUNDED = {
     "go_threshold": POINTS_MAX, "chongtong_points": POINTS_MAX, "first_ttadak_payment": POINTS_MAX,
@@ -87,7 +87,7 @@ def test_an_open_ended_match_stops_before_its_totals_could_overflow() -> None:
     rng = random.Random(3)
     while not play.over:
         play.apply(rng.choice(play.legal_actions()))
-    from engine.match import _record
+    from gostop.engine.match import _record
 
     match = _record(dataclasses.replace(match, round=play.state()))
     room = TOTAL_MAX - rules.round_points_bound * rules.point_value

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine import FIELDS, PRESET_PLAYERS, PRESETS, InvalidRules, Rules
+from gostop.engine import FIELDS, PRESET_PLAYERS, PRESETS, InvalidRules, Rules
 
 ALL_CONFIGS: list[tuple[str, int]] = [(name, n) for name in PRESETS for n in PRESET_PLAYERS[name]]
 

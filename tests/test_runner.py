@@ -1,4 +1,4 @@
-"""The bot runner (``gostop_client.runner``): bots play every seat of complete matches of every preset
+"""The bot runner (``gostop.client.runner``): bots play every seat of complete matches of every preset
 through the service without an illegal action; runners share a table (one per seat, waiting by
 ``WatchGame`` or by polling); ``gostop bot``; the documented example bot
 (``clients/python/examples/my_bot.py``)."""
@@ -12,23 +12,23 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import CONFIGS, config_id
-from gostop_client.bots import make_bot
-from gostop_client.bots.base import Bot
-from gostop_client.client import Game, GostopClient
-from gostop_client.play import LocalServer
-from gostop_client.runner import BotError, RunReport, SeatRunner, run_seats
-from service_fixtures import OPERATOR_KEY, config, replay
 
-from engine import Action, View
-from service.cli import main as gostop
+from conftest import CONFIGS, config_id
+from gostop.bots import make_bot
+from gostop.bots.base import Bot
+from gostop.client import Game, GostopClient
+from gostop.client.runner import BotError, RunReport, SeatRunner, run_seats
+from gostop.engine import Action, View
+from gostop.service.embedded import EmbeddedServer
+from gostop.tools.cli import main as gostop
+from service_fixtures import OPERATOR_KEY, config, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module", name="target")
 def target_fixture() -> Iterator[str]:
-    with LocalServer(config()) as server:
+    with EmbeddedServer(config()) as server:
         yield server.target
 
 
@@ -91,7 +91,7 @@ class _Cheat:
     name = "cheat"
 
     def choose(self, view: View, legal: Sequence[Action]) -> Action:
-        from engine import Stop
+        from gostop.engine import Stop
 
         return Stop()
 

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import pytest
 
-from engine import (
+from gostop.engine import (
     Action,
     Bomb,
     ChooseCapture,
@@ -32,8 +32,8 @@ from engine import (
     score,
     seat_score,
 )
-from engine.deals import scripted_deal
-from engine.events import (
+from gostop.engine.deals import scripted_deal
+from gostop.engine.events import (
     Bombed,
     Captured,
     InstantLoss,
@@ -49,7 +49,7 @@ from engine.events import (
     Ttadak,
     WentGo,
 )
-from engine.settlement import Factor, Payment, Settlement
+from gostop.engine.settlement import Factor, Payment, Settlement
 
 E = TypeVar("E")
 A, B, C = 0, 1, 2

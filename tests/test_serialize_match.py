@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine import (
+from gostop.engine import (
     FORMAT_VERSION,
     PRESETS,
     CorruptSnapshot,
@@ -36,11 +36,11 @@ from engine import (
     state_from_bytes,
     state_to_bytes,
 )
-from engine.cli import main
-from engine.events import Dealt
-from engine.rng import Rng
-from engine.serialize import encode, plays_json, to_data
-from engine.settlement import Settlement
+from gostop.engine.cli import main
+from gostop.engine.events import Dealt
+from gostop.engine.rng import Rng
+from gostop.engine.serialize import encode, plays_json, to_data
+from gostop.engine.settlement import Settlement
 
 ALL_CONFIGS: list[tuple[str, int]] = [
     ("standard", 2), ("standard", 3), ("simple", 2), ("classic", 2), ("classic", 3), ("classic", 4),
@@ -556,8 +556,8 @@ def test_cli_demo_players(capsys: pytest.CaptureFixture[str]) -> None:
 def test_to_data_of_dataclasses_without_fields_or_with_one_regression() -> None:
     """Regression: reading every field with one attrgetter broke on classes with no field
     (Go, Stop: attrgetter() needs a name) and needs a tuple for one field."""
-    from engine import Go, PlayCard, Stop
-    from engine.serialize import to_data
+    from gostop.engine import Go, PlayCard, Stop
+    from gostop.engine.serialize import to_data
 
     assert to_data(Go()) == {"@": "Go"}
     assert to_data((Stop(), PlayCard(7, shake=True))) == [{"@": "Stop"}, {"@": "PlayCard", "card": 7, "shake": True}]

@@ -9,6 +9,10 @@ import random
 
 import grpc
 import pytest
+
+from gostop.engine import FIELDS, HIDDEN, PRESET_PLAYERS, Rules
+from gostop.service.auth import Authenticator, Caller
+from gostop.v1 import game_pb2 as pb
 from redis_server import RedisServer
 from service_fixtures import (
     OPERATOR,
@@ -25,10 +29,6 @@ from service_fixtures import (
     seat_md,
     service_redis_fixture,  # noqa: F401  (a fixture)
 )
-
-from engine import FIELDS, HIDDEN, PRESET_PLAYERS, Rules
-from service.auth import Authenticator, Caller
-from service.pb.gostop.v1 import game_pb2 as pb
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION

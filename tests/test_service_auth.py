@@ -8,6 +8,13 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
+
+from gostop.engine import HIDDEN, Rules, new_round
+from gostop.engine.events import Redealt
+from gostop.engine.game import Deal
+from gostop.service.auth import Authenticator
+from gostop.service.errors import ServiceError
+from gostop.v1 import game_pb2 as pb
 from redis_server import RedisServer
 from service_fixtures import (
     API_KEY,
@@ -24,13 +31,6 @@ from service_fixtures import (
     seat_md,
     service_redis_fixture,  # noqa: F401  (a fixture)
 )
-
-from engine import HIDDEN, Rules, new_round
-from engine.events import Redealt
-from engine.game import Deal
-from service.auth import Authenticator
-from service.errors import ServiceError
-from service.pb.gostop.v1 import game_pb2 as pb
 
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
 DENIED = grpc.StatusCode.PERMISSION_DENIED
@@ -274,7 +274,7 @@ def test_non_ascii_digit_seats_are_malformed_tokens(seat: str) -> None:
 def test_verified_tokens_are_remembered_within_a_bound() -> None:
     """A token's signature is checked once and remembered (a client sends it with every call);
     what is remembered is bounded, and a token that differs by one character is still refused."""
-    from service import auth as auth_module
+    from gostop.service import auth as auth_module
 
     auth = Authenticator(SECRET.encode())
     other = Authenticator(b"another secret of the same length!")

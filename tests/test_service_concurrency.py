@@ -9,6 +9,10 @@ import random
 from collections import Counter
 
 import grpc
+
+from gostop.engine import action_id, match_from_bytes, match_to_bytes
+from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert
 from service_fixtures import (
     Api,
     Game,
@@ -17,10 +21,6 @@ from service_fixtures import (
     replay,
     service_redis_fixture,  # noqa: F401  (a fixture)
 )
-
-from engine import action_id, match_from_bytes, match_to_bytes
-from service import convert
-from service.pb.gostop.v1 import game_pb2 as pb
 
 CLIENTS = 32
 

@@ -19,6 +19,10 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
+
+from gostop.engine import PRESETS
+from gostop.service.store_api import Snapshot
+from gostop.v1 import game_pb2 as pb
 from redis_server import RedisServer, free_port
 from service_fixtures import (
     Api,
@@ -31,10 +35,6 @@ from service_fixtures import (
     service_redis_fixture,  # noqa: F401  (a fixture)
     start_process,
 )
-
-from engine import PRESETS
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.store_api import Snapshot
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING

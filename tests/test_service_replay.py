@@ -7,7 +7,12 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from conftest import CONFIGS, config_id
+from gostop.engine import Rules, action_id, match_to_bytes, redact, view
+from gostop.engine.render import action_label
+from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert
 from service_fixtures import (
     Api,
     Game,
@@ -16,11 +21,6 @@ from service_fixtures import (
     rules_from_pb,
     service_redis_fixture,  # noqa: F401  (a fixture)
 )
-
-from engine import Rules, action_id, match_to_bytes, redact, view
-from engine.render import action_label
-from service import convert
-from service.pb.gostop.v1 import game_pb2 as pb
 
 ROUNDS = 3
 
@@ -101,8 +101,8 @@ def test_view_conversion_keeps_no_plays_alive_regression() -> None:
     Converting views must leave nothing behind."""
     import gc
 
-    from engine import legal_action_ids, match_apply, new_match
-    from engine.actions import action_from_id
+    from gostop.engine import legal_action_ids, match_apply, new_match
+    from gostop.engine.actions import action_from_id
 
     rules = Rules.preset("standard", players=2)
 
@@ -127,8 +127,8 @@ def test_view_conversion_keeps_no_plays_alive_regression() -> None:
 def test_view_conversion_writes_every_legal_action_and_seat_field(config: tuple[str, int]) -> None:
     """The legal actions come from bytes built once per action id, and fields at their default
     are not written: the message still says exactly what the engine's view says."""
-    from engine import legal_action_ids, match_apply, new_match
-    from engine.actions import action_from_id
+    from gostop.engine import legal_action_ids, match_apply, new_match
+    from gostop.engine.actions import action_from_id
 
     name, players = config
     rules = Rules.preset(name, players=players)
@@ -160,10 +160,10 @@ def test_plays_encoded_version_by_version_match_a_fresh_encoding(config: tuple[s
     """The server keeps each game's plays encoded and extends them at every commit
     (``service.plays``): across the turns and rounds of a match, the views and snapshots built
     from them are those built from nothing."""
-    from engine import legal_action_ids, match_apply, match_to_bytes, new_match, next_round
-    from engine.actions import action_from_id
-    from engine.serialize import plays_json
-    from service.plays import round_plays
+    from gostop.engine import legal_action_ids, match_apply, match_to_bytes, new_match, next_round
+    from gostop.engine.actions import action_from_id
+    from gostop.engine.serialize import plays_json
+    from gostop.service.plays import round_plays
 
     name, players = config
     rules = Rules.preset(name, players=players)
@@ -197,7 +197,7 @@ def test_plays_encoded_version_by_version_match_a_fresh_encoding(config: tuple[s
 
 @pytest.mark.parametrize(("preset", "players"), [("standard", 2), ("classic", 3), ("classic", 4), ("house", 2)])
 def test_deals_round_trip_through_the_wire(preset: str, players: int) -> None:
-    from gostop_client.tournament import make_deal
+    from gostop.tools.tournament import make_deal
 
     rules = Rules.preset(preset, players=players)
     for seed in range(20):

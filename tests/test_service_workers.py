@@ -18,12 +18,12 @@ from pathlib import Path
 
 import grpc
 import pytest
+
+from gostop.service.config import Config
+from gostop.service.workers import WORKER_ENV, worker_env
+from gostop.v1 import game_pb2 as pb
 from redis_server import RedisServer, free_port
 from service_fixtures import OPERATOR_KEY, ROOT, Api, Game, service_redis_fixture, stub, wait_serving  # noqa: F401
-
-from service.config import Config
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.workers import WORKER_ENV, worker_env
 
 HOST = "127.0.0.1"
 
@@ -69,7 +69,7 @@ def supervisor(service_redis: RedisServer) -> Iterator[tuple[subprocess.Popen[by
     env.pop("GOSTOP_TOKEN_SECRET", None)  # the supervisor makes one secret for all workers
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--workers", "2", "--listen", f"{HOST}:{port}",
+            [sys.executable, "-m", "gostop", "serve", "--workers", "2", "--listen", f"{HOST}:{port}",
              "--metrics-port", str(metrics), "--metrics-host", HOST],
             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
         )
@@ -172,7 +172,7 @@ def test_several_workers_need_redis_and_a_fixed_port() -> None:
         (["--workers", "0"], "workers must be positive"),
     ):
         run = subprocess.run(
-            [sys.executable, "-m", "service", "serve", *flags], cwd=ROOT, capture_output=True, timeout=60,
+            [sys.executable, "-m", "gostop", "serve", *flags], cwd=ROOT, capture_output=True, timeout=60,
             env={**os.environ, "PYTHONPATH": str(ROOT), "GOSTOP_REDIS_URL": ""},
         )
         assert run.returncode == 2, run
@@ -185,12 +185,12 @@ def test_a_lone_server_refuses_a_port_in_use() -> None:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GOSTOP_METRICS_PORT": "0", "GOSTOP_LOG_FORMAT": "json"}
     env.pop(WORKER_ENV, None)
-    first = subprocess.Popen([sys.executable, "-m", "service", "serve", "--listen", f"{HOST}:{port}"],
+    first = subprocess.Popen([sys.executable, "-m", "gostop", "serve", "--listen", f"{HOST}:{port}"],
                              cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:
         asyncio.run(wait_serving(port, first))
-        second = subprocess.run([sys.executable, "-m", "service", "serve", "--listen", f"{HOST}:{port}"],
+        second = subprocess.run([sys.executable, "-m", "gostop", "serve", "--listen", f"{HOST}:{port}"],
                                 cwd=ROOT, env=env, capture_output=True, timeout=60)
         assert second.returncode != 0
         assert b"cannot listen" in second.stderr or b"Failed to bind" in second.stderr, second.stderr

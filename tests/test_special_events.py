@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import pytest
 
-from engine import (
+from gostop.engine import (
     Action,
     Bomb,
     ChooseCapture,
@@ -37,9 +37,9 @@ from engine import (
     new_round,
     seat_score,
 )
-from engine.cards import MONTH, is_bonus
-from engine.deals import scripted_deal
-from engine.events import (
+from gostop.engine.cards import MONTH, is_bonus
+from gostop.engine.deals import scripted_deal
+from gostop.engine.events import (
     Bombed,
     BonusCaptured,
     Captured,
@@ -68,9 +68,9 @@ from engine.events import (
     Ttadak,
     WentGo,
 )
-from engine.game import shake_bomb_count
-from engine.settlement import Factor, Payment, Settlement
-from engine.state import NO_STACK, START_STACK
+from gostop.engine.game import shake_bomb_count
+from gostop.engine.settlement import Factor, Payment, Settlement
+from gostop.engine.state import NO_STACK, START_STACK
 
 E = TypeVar("E")
 A, B, C, D = 0, 1, 2, 3

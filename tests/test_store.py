@@ -18,11 +18,10 @@ from hypothesis import strategies as st
 from redis import exceptions as redis_exceptions
 from redis.asyncio import Redis
 from redis.asyncio.sentinel import MasterNotFoundError, SlaveNotFoundError
-from redis_server import RedisClusterServers, RedisSentinelServers, RedisServer, free_port
 
-from service.memory_store import MemoryStore
-from service.redis_store import RedisStore, _mapped_errors
-from service.store_api import (
+from gostop.service.memory_store import MemoryStore
+from gostop.service.redis_store import RedisStore, _mapped_errors
+from gostop.service.store_api import (
     Committed,
     Conflict,
     Duplicate,
@@ -33,7 +32,8 @@ from service.store_api import (
     StoreCorrupt,
     StoreUnavailable,
 )
-from service.stores import open_store
+from gostop.service.stores import open_store
+from redis_server import RedisClusterServers, RedisSentinelServers, RedisServer, free_port
 
 TTL = 60_000
 BACKENDS = ["memory", "redis", "sentinel", "cluster"]

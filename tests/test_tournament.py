@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gostop_client import tournament as t
-from gostop_client.bots import BOT_NAMES, make_bot
-from gostop_client.client import AsyncGostopClient
-from gostop_client.convert import view_from_pb
-from service_fixtures import OPERATOR, OPERATOR_KEY, ROOT, config, replay, running_server
 
-from engine import Rules, apply, legal_actions, match_apply, new_match, new_round, view
-from engine.events import Dealt, Redealt
-from service import convert
-from service.pb.gostop.v1 import game_pb2 as pb
+from gostop.bots import BOT_NAMES, make_bot
+from gostop.client import AsyncGostopClient
+from gostop.engine import Rules, apply, legal_actions, match_apply, new_match, new_round, view
+from gostop.engine.events import Dealt, Redealt
+from gostop.tools import tournament as t
+from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert
+from gostop.wire.convert import view_from_pb
+from service_fixtures import OPERATOR, OPERATOR_KEY, ROOT, config, replay, running_server
 
 OTHER = "greedy" if "greedy" in BOT_NAMES else "random"
 BOTS = ("random", OTHER)
@@ -85,7 +85,7 @@ def test_make_deal_replays_the_seeded_deal(preset: str, players: int) -> None:
 
 
 def test_bots_see_the_engine_view() -> None:
-    """The bots' views (``gostop_client.convert.view_from_pb`` of the wire view) are the engine's views."""
+    """The bots' views (``gostop.wire.convert.view_from_pb`` of the wire view) are the engine's views."""
     for preset, players in (("standard", 2), ("standard", 3), ("classic", 4), ("arcade", 2)):
         rules = Rules.preset(preset, players)
         for seed in range(4):
@@ -237,9 +237,9 @@ async def test_resume_skips_finished_games(tmp_path: Path) -> None:
 
 
 def test_command_line_with_its_own_server(tmp_path: Path) -> None:
-    """``python -m service tournament`` (no --server: an in-process server), then --report-only."""
+    """``python -m gostop tournament`` (no --server: an in-process server), then --report-only."""
     out = tmp_path / "run"
-    command = [sys.executable, "-m", "service", "tournament", "--bots", ",".join(BOTS), "--presets", "standard",
+    command = [sys.executable, "-m", "gostop", "tournament", "--bots", ",".join(BOTS), "--presets", "standard",
                "--players", "2", "--games", "3", "--parallel", "3", "--out", str(out), "--seed", "5"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -251,7 +251,7 @@ def test_command_line_with_its_own_server(tmp_path: Path) -> None:
     rerun = subprocess.run([*command, "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert rerun.returncode == 0 and "0 games played, 6 already done" in rerun.stdout
     (out / t.REPORT_PNG).unlink()
-    report = subprocess.run([sys.executable, "-m", "service", "tournament", "--report-only", "--out", str(out)],
+    report = subprocess.run([sys.executable, "-m", "gostop", "tournament", "--report-only", "--out", str(out)],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert report.returncode == 0 and report.stdout.startswith("6 games")
     assert (out / t.REPORT_PNG).read_bytes()[:8] == PNG

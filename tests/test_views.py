@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine import (
+from gostop.engine import (
     CODE,
     HIDDEN,
     SPECTATOR,
@@ -42,9 +42,9 @@ from engine import (
     redact_all,
     view,
 )
-from engine.events import BonusCaptured, Dealt, GwangSold
-from engine.rng import Rng
-from engine.serialize import to_data
+from gostop.engine.events import BonusCaptured, Dealt, GwangSold
+from gostop.engine.rng import Rng
+from gostop.engine.serialize import to_data
 
 CONFIGS: list[tuple[str, int]] = [
     ("standard", 2), ("standard", 3), ("classic", 4), ("house", 3), ("arcade", 2),

@@ -15,6 +15,9 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
+
+from gostop.service.redis_store import RedisStore
+from gostop.v1 import game_pb2 as pb
 from h2_raw import RawConnection, frame, get_game
 from redis_server import RedisServer
 from service_fixtures import (
@@ -28,9 +31,6 @@ from service_fixtures import (
     service_redis_fixture,  # noqa: F401  (a fixture)
     start_process,
 )
-
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.redis_store import RedisStore
 
 EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED
 

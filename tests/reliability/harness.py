@@ -30,13 +30,13 @@ from typing import Any, TypeVar
 import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
+
+from gostop.engine import match_to_bytes, redact, view
+from gostop.service.store_api import Store
+from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert
 from redis_server import HOST, RedisServer, find_redis_server
 from service_fixtures import OPERATOR, Api, Game, Metadata, replay, seat_md
-
-from engine import match_to_bytes, redact, view
-from service import convert
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.store_api import Store
 
 T = TypeVar("T")
 

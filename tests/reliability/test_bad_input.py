@@ -20,6 +20,11 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from gostop.engine import match_from_bytes
+from gostop.service.auth import Authenticator
+from gostop.v1 import game_pb2 as pb
+from gostop.v1 import game_pb2_grpc as pb_grpc
 from redis_server import RedisServer
 from service_fixtures import (
     API_KEY,
@@ -33,11 +38,6 @@ from service_fixtures import (
     start_process,
 )
 from service_fixtures import stub as make_stub
-
-from engine import match_from_bytes
-from service.auth import Authenticator
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.pb.gostop.v1 import game_pb2_grpc as pb_grpc
 
 from .harness import reason_of, record, scaled
 

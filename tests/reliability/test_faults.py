@@ -11,15 +11,15 @@ import time
 from collections.abc import Awaitable, Callable
 
 import grpc
+
+from gostop.service.stores import open_store
+from gostop.v1 import game_pb2 as pb
 from redis_server import RedisServer
 from service_fixtures import (
     client,
     service_redis_fixture,  # noqa: F401  (a fixture)
     start_process,
 )
-
-from service.pb.gostop.v1 import game_pb2 as pb
-from service.stores import open_store
 
 from .harness import (
     DEADLINE,

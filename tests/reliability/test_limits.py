@@ -12,6 +12,10 @@ import time
 
 import grpc
 import pytest
+
+from gostop.service.auth import Caller
+from gostop.service.games import LOG_PAGE_MAX
+from gostop.v1 import game_pb2 as pb
 from redis_server import RedisServer
 from service_fixtures import (
     BACKENDS,
@@ -22,10 +26,6 @@ from service_fixtures import (
     running_server,
     service_redis_fixture,  # noqa: F401  (a fixture)
 )
-
-from service.auth import Caller
-from service.games import LOG_PAGE_MAX
-from service.pb.gostop.v1 import game_pb2 as pb
 
 from .harness import record
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import grpc
+
+from gostop.v1 import game_pb2 as pb
 from redis_server import RedisServer
 from service_fixtures import (
     config,
@@ -11,8 +13,6 @@ from service_fixtures import (
     running_server,
     service_redis_fixture,  # noqa: F401  (a fixture)
 )
-
-from service.pb.gostop.v1 import game_pb2 as pb
 
 
 async def test_stale_cached_version_is_aborted_not_illegal_action(service_redis: RedisServer) -> None:

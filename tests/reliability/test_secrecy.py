@@ -26,6 +26,22 @@ import grpc
 import structlog
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
+
+from gostop.engine import (
+    CODE,
+    HIDDEN,
+    ChooseCapture,
+    PlayCard,
+    State,
+    action_from_id,
+    match_apply,
+    new_match,
+    next_round,
+)
+from gostop.service.auth import Caller
+from gostop.service.games import Games
+from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert
 from redis_server import RedisServer
 from service_fixtures import (
     API_KEY,
@@ -40,12 +56,6 @@ from service_fixtures import (
     service_redis_fixture,  # noqa: F401  (a fixture)
     start_process,
 )
-
-from engine import CODE, HIDDEN, ChooseCapture, PlayCard, State, action_from_id, match_apply, new_match, next_round
-from service import convert
-from service.auth import Caller
-from service.games import Games
-from service.pb.gostop.v1 import game_pb2 as pb
 
 from .harness import budget, record, sized, soak
 
@@ -409,7 +419,7 @@ async def test_no_leak_over_thousands_of_games_domain_layer() -> None:
 async def test_the_check_catches_leaks() -> None:
     """The check itself: another seat's view, an unredacted deal or a card code in an error text,
     handed to a seat, are caught."""
-    from engine import view as engine_view
+    from gostop.engine import view as engine_view
 
     async with running_server(config()) as api:
         assert api.server is not None

@@ -11,6 +11,8 @@ import asyncio
 import random
 import time
 
+from gostop.service.store_api import Store
+from gostop.service.stores import open_store
 from redis_server import RedisClusterServers, RedisServer
 from service_fixtures import (
     Api,
@@ -20,9 +22,6 @@ from service_fixtures import (
     service_redis_fixture,  # noqa: F401  (a fixture)
     start_process,
 )
-
-from service.store_api import Store
-from service.stores import open_store
 
 from .harness import Storm, budget, closing, create_games, record, sized, soak, verify
 

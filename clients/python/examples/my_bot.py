@@ -2,10 +2,9 @@
 import argparse
 from collections.abc import Sequence
 
-from gostop_client.client import Game, GostopClient
-from gostop_client.runner import run_seats
-
-from engine import KIND, MONTH, Action, Bomb, ChooseCapture, Kind, PlayCard, Stop, View
+from gostop.client import Game, GostopClient
+from gostop.client.runner import run_seats
+from gostop.engine import KIND, MONTH, Action, Bomb, ChooseCapture, Kind, PlayCard, Stop, View
 
 WORTH = {Kind.GWANG: 5, Kind.YEOL: 3, Kind.TTI: 3, Kind.PI: 1}
 

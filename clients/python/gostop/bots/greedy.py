@@ -70,7 +70,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from engine import (
+from gostop.engine import (
     Action,
     Bomb,
     ChooseCapture,
@@ -88,9 +88,9 @@ from engine import (
     action_id,
     score,
 )
-from engine.cards import CHEONGDAN, CHODAN, GODORI, GUKJIN, HONGDAN, KIND, MONTH, PI_VALUE, Kind
-from engine.determinize import unknown_cards
-from engine.state import Phase
+from gostop.engine.cards import CHEONGDAN, CHODAN, GODORI, GUKJIN, HONGDAN, KIND, MONTH, PI_VALUE, Kind
+from gostop.engine.determinize import unknown_cards
+from gostop.engine.state import Phase
 
 IMMEDIATE: Final = 1.0
 KIND_BASE: Final = {Kind.GWANG: 1.0, Kind.YEOL: 0.5, Kind.TTI: 0.5, Kind.PI: 0.35}

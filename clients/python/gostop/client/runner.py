@@ -1,6 +1,6 @@
 """The bot runner: plays one or more seats of any game on any server through the API.
 
-A bot (``gostop_client.bots.base.Bot``) sees its seat's ``engine.View`` (built from the
+A bot (``gostop.bots.base.Bot``) sees its seat's ``engine.View`` (built from the
 wire view with ``view_from_pb``) and its legal actions, exactly as it would in-process, so
 it can sit at a table with people or other programs::
 
@@ -16,23 +16,31 @@ the match is finished. ``gostop bot`` is its command line.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from engine import Action
-from engine.render import action_text
-from service.pb.gostop.v1 import game_pb2 as pb
+from gostop.engine import Action, View
+from gostop.v1 import game_pb2 as pb
+from gostop.wire.convert import MatchSummary, match_from_pb, view_from_pb
 
-from .bots.base import Bot
-from .client import GameRef, GostopClient, GostopError, RoundOver, StaleVersion, WatchStream
-from .convert import MatchSummary, match_from_pb, view_from_pb
+from .client import GameRef, GostopClient, WatchStream
+from .errors import RoundOverError, StaleVersion
 
-__all__ = ["BotError", "RunReport", "SeatRunner", "add_bot_arguments", "bot_command", "run_seats"]
+__all__ = ["BotError", "Chooser", "RunReport", "SeatRunner", "run_seats"]
 
-Seats = Mapping[int, tuple[str, Bot]]
+class Chooser(Protocol):
+    """What plays a seat: any ``gostop.bots`` bot, or anything else with a name and ``choose``."""
+
+    name: str
+
+    def choose(self, view: View, legal: Sequence[Action]) -> Action:
+        """One of ``legal`` (never empty) for the seat ``view.viewer``."""
+        ...
+
+
+Seats = Mapping[int, tuple[str, Chooser]]
 """Seat → (its token, the bot that plays it)."""
 DecisionHook = Callable[[int, Action, pb.TurnResult], None]
 
@@ -146,7 +154,7 @@ class SeatRunner:
         try:
             result = self.client.start_next_round(self.game_id, None, expected_version=view.version,
                                                   token=self._reader)
-        except (StaleVersion, RoundOver):
+        except (StaleVersion, RoundOverError):
             return None  # someone else dealt it (or the match just ended): read again
         self.report.rounds_started += 1
         return result.view
@@ -173,61 +181,3 @@ def run_seats(
     """Play ``seats`` ({seat: (token, bot)}) of ``game`` until the match is finished; see ``SeatRunner``."""
     return SeatRunner(client, game, seats, start_next_rounds=start_next_rounds, max_rounds=max_rounds,
                       watch=watch, on_decision=on_decision).run()
-
-
-# ------------------------------------------------------------------------------ gostop bot
-
-
-def add_bot_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``gostop bot``."""
-    parser.add_argument("--server", default="127.0.0.1:50051", help="HOST:PORT of the game service")
-    parser.add_argument("--game", default=None, help="game id (default: the one the token names)")
-    parser.add_argument("--token", action="append", required=True,
-                        help="seat token of a seat to play (repeat for several seats)")
-    parser.add_argument("--bot", default="greedy", help="bot name: random, greedy or mcts")
-    parser.add_argument("--seed", type=int, default=0, help="bot seed (seat i's bot gets seed + i)")
-    parser.add_argument("--tls-ca", default=None, help="PEM root certificates: connect with TLS")
-    parser.add_argument("--tls", action="store_true", help="connect with TLS (system roots)")
-    parser.add_argument("--no-next-round", action="store_true",
-                        help="do not deal next rounds (wait for another seat to)")
-    parser.add_argument("--quiet", action="store_true", help="print only the summary")
-
-
-def bot_command(args: argparse.Namespace) -> int:
-    """``gostop bot``: play seats of a game with a bot until the match is finished."""
-    from .bots import make_bot
-    from .client import seat_of_token
-
-    roots = open(args.tls_ca, "rb").read() if args.tls_ca else None  # noqa: SIM115
-    tokens: list[str] = args.token
-    try:
-        game_id: str = args.game or seat_of_token(tokens[0])[0]
-    except ValueError as exc:
-        sys.stderr.write(f"gostop bot: --token: {exc}\n")
-        return 2
-    out = sys.stdout
-
-    def said(seat: int, action: Action, result: pb.TurnResult) -> None:
-        if not args.quiet:
-            out.write(f"v{result.version} seat {seat} ({args.bot}): {action_text(action)}\n")
-            if result.HasField("settlement"):
-                out.write(f"round over: {result.settlement.outcome}, points {list(result.settlement.points)}\n")
-            out.flush()
-
-    try:
-        with GostopClient(args.server, root_certificates=roots, tls=args.tls) as client:
-            seats: dict[int, tuple[str, Bot]] = {}
-            for token in tokens:
-                seat = client.get_game(game_id, token=token).viewer
-                seats[seat] = (token, make_bot(args.bot, seed=args.seed + seat))
-            out.write(f"gostop bot: {args.bot} plays seat(s) {sorted(seats)} of game {game_id} on {args.server}\n")
-            out.flush()
-            report = run_seats(client, game_id, seats, start_next_rounds=not args.no_next_round, on_decision=said)
-    except (GostopError, BotError) as exc:
-        sys.stderr.write(f"gostop bot: {exc}\n")
-        return 1
-    summary = report.match
-    totals = f", points {list(summary.points)}" if summary is not None else ""
-    out.write(f"done at version {report.version}: {sum(report.decisions.values())} decisions"
-              f"{', match finished' if report.finished else ''}{totals}\n")
-    return 0

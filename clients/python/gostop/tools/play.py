@@ -22,7 +22,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from engine import (
+from gostop.bots.base import Bot
+from gostop.client import Game, GostopClient, GostopError, RoundOverError, StaleVersion
+from gostop.client.runner import SeatRunner
+from gostop.engine import (
     CODE,
     KIND,
     PRESETS,
@@ -31,20 +34,14 @@ from engine import (
     Phase,
     View,
 )
-from engine import events as ev
-from engine.cards import GUKJIN, month_name
-from engine.render import action_text, card_text, event_line, settlement_text
-from engine.views import SeatView
-from service.embedded import EmbeddedServer
-from service.pb.gostop.v1 import game_pb2 as pb
-
-from .bots.base import Bot
-from .client import Game, GostopClient, GostopError, RoundOver, StaleVersion
-from .convert import MatchSummary, event_from_pb, match_from_pb, view_from_pb
-from .runner import SeatRunner
+from gostop.engine import events as ev
+from gostop.engine.cards import GUKJIN, month_name
+from gostop.engine.render import action_text, card_text, event_line, settlement_text
+from gostop.engine.views import SeatView
+from gostop.v1 import game_pb2 as pb
+from gostop.wire.convert import MatchSummary, event_from_pb, match_from_pb, view_from_pb
 
 __all__ = [
-    "LocalServer",
     "Quit",
     "action_text",
     "add_play_arguments",
@@ -216,7 +213,7 @@ def _event_text(event: ev.Event, viewer: int, names: dict[int, str]) -> str | No
 
 def settlement_screen(settlement: pb.Settlement, match: MatchSummary, names: dict[int, str], viewer: int) -> str:
     """The end of a round: who won, how the points were counted, who pays what, the match so far."""
-    from .convert import settlement_from_pb
+    from gostop.wire.convert import settlement_from_pb
 
     s = settlement_from_pb(settlement)
     lines = ["=" * 30 + " round over " + "=" * 37]
@@ -244,8 +241,6 @@ def settlement_screen(settlement: pb.Settlement, match: MatchSummary, names: dic
 
 # ------------------------------------------------------------------------ the local server
 
-
-LocalServer = EmbeddedServer
 """The embedded server (``service.embedded``), under the name this module has always offered."""
 
 
@@ -374,7 +369,7 @@ def play(client: GostopClient, game: Game, seat: int, screen: _Screen) -> int:
                     screen.say(f"match over: points {list(match.points)}{money}")
                     return 0
                 screen.ask("press Enter for the next round (q quits): ")
-                with contextlib.suppress(StaleVersion, RoundOver):
+                with contextlib.suppress(StaleVersion, RoundOverError):
                     client.start_next_round(game, seat, expected_version=msg.version)
                 continue
             if msg.to_move == seat and msg.legal_actions:
@@ -418,7 +413,7 @@ def add_play_arguments(parser: argparse.ArgumentParser) -> None:
 
 def play_command(args: argparse.Namespace, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
     """``gostop play``."""
-    from .bots import make_bot
+    from gostop.bots import make_bot
 
     out = stdout or sys.stdout
     source = stdin or sys.stdin
@@ -432,10 +427,14 @@ def play_command(args: argparse.Namespace, stdin: IO[str] | None = None, stdout:
         return line
 
     if args.server is None:
-        from service.logs import configure
+        from gostop.service.logs import configure
 
         configure("json", "error")  # the embedded server's failed calls would clutter the screen
-    local = LocalServer().start() if args.server is None else None
+    local = None
+    if args.server is None:
+        from gostop.service.embedded import EmbeddedServer
+
+        local = EmbeddedServer().start()
     target = local.target if local is not None else args.server
     roots = open(args.tls_ca, "rb").read() if args.tls_ca else None  # noqa: SIM115
     failure: list[BaseException] = []

@@ -7,7 +7,7 @@ every assignment of the two bots to the n seats in which both bots appear (6 wit
 
 Command line (parallel worker processes; each worker builds its own bots)::
 
-    python -m gostop_client.arena --a mcts --b greedy --deals 500 --preset standard \\
+    python -m gostop.bots.arena --a mcts --b greedy --deals 500 --preset standard \\
         --cpu-millis 180 --workers 2
 
 Without a budget flag ``mcts`` uses its default budget (``DEFAULT_CPU_MILLIS`` of CPU time per
@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine import Rules, Settlement, apply, legal_actions, new_round, view
+from gostop.engine import Rules, Settlement, apply, legal_actions, new_round, view
 
-from .bots import BOT_NAMES, make_bot
-from .bots.base import Bot
+from . import BOT_NAMES, make_bot
+from .base import Bot
 
 SLOW = 0.2
 """Decision time (seconds) counted as slow in ``Timing.slow`` (the 200 ms budget of a bot)."""
@@ -385,7 +385,7 @@ def format_summary(name_a: str, name_b: str, s: Summary) -> Iterator[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gostop_client.arena", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m gostop.bots.arena", description=__doc__.split("\n")[0])
     parser.add_argument("--a", default="mcts", choices=BOT_NAMES, help="bot A")
     parser.add_argument("--b", default="greedy", choices=BOT_NAMES, help="bot B")
     parser.add_argument("--deals", type=int, default=100)

@@ -10,11 +10,8 @@ import gc
 import sys
 from collections.abc import Sequence
 
-from engine.cli import demo
-from engine.rules import PRESETS
-
-from . import config as cfg
-from .logs import configure
+from gostop.engine.cli import demo
+from gostop.engine.rules import PRESETS
 
 GC_THRESHOLDS = (50_000, 20, 100)
 """Collector thresholds of a server process. A call allocates thousands of short-lived objects that
@@ -33,29 +30,34 @@ def tune_gc() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gostop", description="Go-Stop game engine and service")
     sub = parser.add_subparsers(dest="command", required=True)
+    try:
+        from gostop.service import config as cfg
+    except ImportError as exc:  # installed without the [server] extra
+        missing = str(exc)
+        for name, text in (("serve", "run the gRPC game service"), ("settings", "print the table of server settings"),
+                           ("play", "play against bots in the terminal"), ("tournament", "a bot tournament")):
+            sub.add_parser(name, help=f"{text} (needs the [server] extra)").add_argument("rest", nargs="*")
+        bot_only(sub)
+        args, _ = parser.parse_known_args(argv)
+        if args.command in ("serve", "settings", "play", "tournament"):
+            sys.stderr.write(f"gostop {args.command}: {missing}\n")
+            return 2
+        return run_client_command(parser.parse_args(argv))
     serve = sub.add_parser("serve", help="run the gRPC game service")
     cfg.add_flags(serve)
-    d = sub.add_parser("demo", help="play a seeded demo round in the terminal")
-    d.add_argument("--preset", choices=PRESETS, default="standard")
-    d.add_argument("--players", type=int, default=None)
-    d.add_argument("--seed", type=int, default=2026)
     sub.add_parser("settings", help="print the table of server settings")
-    from gostop_client import tournament
+    from gostop.tools import play, tournament
 
     tournament.add_arguments(sub.add_parser("tournament", help="a duplicate-deal bot tournament (docs/tournaments.md)"))
-    from gostop_client import play, runner
-
-    runner.add_bot_arguments(sub.add_parser("bot", help="play seats of a game with a bot (docs/clients.md)"))
     play.add_play_arguments(sub.add_parser("play", help="play against bots in the terminal (docs/clients.md)"))
+    bot_only(sub)
     args = parser.parse_args(argv)
-    if args.command == "bot":
-        return runner.bot_command(args)
     if args.command == "play":
         return play.play_command(args)
     if args.command == "tournament":
         return tournament.run_from_args(args)
-    if args.command == "demo":
-        return demo(args.preset, args.players, args.seed)
+    if args.command in ("bot", "demo"):
+        return run_client_command(args)
     if args.command == "settings":
         print(cfg.settings_table())
         return 0
@@ -63,16 +65,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = cfg.load(args)
     except ValueError as exc:
         parser.error(str(exc))
+    from gostop.service.logs import configure
+
     configure(config.log_format, config.log_level)
     if config.workers > 1:
-        from .workers import Supervisor
+        from gostop.service.workers import Supervisor
 
         try:
             supervisor = Supervisor(config)
         except ValueError as exc:
             parser.error(str(exc))
         return supervisor.run()
-    from .server import Server
+    from gostop.service.server import Server
 
     async def run_server() -> None:
         # Build the server inside the running loop: grpc.aio binds to the loop current at construction.
@@ -87,6 +91,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         asyncio.run(run_server())
     return 0
+
+
+def bot_only(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands that need no server: ``demo`` and ``bot``."""
+    from gostop.tools import bot
+
+    d = sub.add_parser("demo", help="play a seeded demo round in the terminal")
+    d.add_argument("--preset", choices=PRESETS, default="standard")
+    d.add_argument("--players", type=int, default=None)
+    d.add_argument("--seed", type=int, default=2026)
+    bot.add_bot_arguments(sub.add_parser("bot", help="play seats of a game with a bot (docs/clients.md)"))
+
+
+def run_client_command(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        return demo(args.preset, args.players, args.seed)
+    from gostop.tools import bot
+
+    return bot.bot_command(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

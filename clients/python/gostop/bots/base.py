@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from engine import Action, View
+from gostop.engine import Action, View
 
 
 class Bot(Protocol):

@@ -56,14 +56,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from engine import Deal, Rules, action_id, new_round
-from engine.events import BonusCaptured, Dealt
-from service.convert import deal_to_pb
-from service.pb.gostop.v1 import game_pb2 as pb
-
-from .arena import wilson as wilson
-from .client import AsyncGostopClient, GostopError, PermissionDenied, StaleVersion, Unauthenticated
-from .convert import rules_from_pb, view_from_pb
+from gostop.bots.arena import wilson as wilson
+from gostop.client import AsyncGostopClient, GostopError, PermissionDenied, StaleVersion, Unauthenticated
+from gostop.engine import Deal, Rules, action_id, new_round
+from gostop.engine.events import BonusCaptured, Dealt
+from gostop.v1 import game_pb2 as pb
+from gostop.wire.convert import deal_to_pb, rules_from_pb, view_from_pb
 
 RESULTS: Final = "results.jsonl"
 REPORT_JSON: Final = "report.json"
@@ -163,7 +161,7 @@ def make_deal(rules: Rules, seed: int) -> Deal:
     """The deal ``new_round(rules, seed)`` plays, as an explicit ``Deal``: the cards as dealt
     (before bonus cards are resolved), the stock top first, and the dealer.
 
-    >>> from engine import Rules, new_round
+    >>> from gostop.engine import Rules, new_round
     >>> rules = Rules.preset("standard", 2)
     >>> new_round(rules, 11, deal=make_deal(rules, 11))[0] == new_round(rules, 11)[0]
     True
@@ -188,7 +186,7 @@ def _bot_options(name: str, mcts_millis: float | None) -> dict[str, Any]:
 
 def _choose_id(name: str, options: Mapping[str, Any], seed: int, view_blob: bytes) -> int:
     """One decision of a freshly built bot (the process-pool task): the chosen legal-action id."""
-    from .bots import make_bot
+    from gostop.bots import make_bot
 
     msg = pb.GameView()
     msg.ParseFromString(view_blob)
@@ -198,7 +196,7 @@ def _choose_id(name: str, options: Mapping[str, Any], seed: int, view_blob: byte
 
 def _warm_up() -> None:
     """Start a pool process and import the bots before the clock of the first decision runs."""
-    from . import bots  # noqa: F401
+    import gostop.bots  # noqa: F401
 
 
 class Player(Protocol):
@@ -215,7 +213,7 @@ class InlinePlayer:
     """A cheap bot, kept for the whole game and run on the event loop."""
 
     def __init__(self, name: str, seed: int, options: Mapping[str, Any]) -> None:
-        from .bots import make_bot
+        from gostop.bots import make_bot
 
         self.name = name
         self.bot = make_bot(name, seed=seed, **options)
@@ -397,8 +395,8 @@ class _Running:
 
 
 async def _start_local_server() -> _Running:
-    from service.embedded import local_config, operator_key_of
-    from service.server import Server
+    from gostop.service.embedded import local_config, operator_key_of
+    from gostop.service.server import Server
 
     config = local_config()
     server = Server(config)
@@ -873,7 +871,7 @@ def run_from_args(args: argparse.Namespace) -> int:
             return 2
         print(format_report(write_report(out)))
         return 0
-    from .bots import BOT_NAMES
+    from gostop.bots import BOT_NAMES
 
     unknown = [b for b in args.bots if b not in BOT_NAMES]
     if unknown:
@@ -884,7 +882,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         return 2
     if not args.server:
         # The in-process server logs every call at info level: keep only its problems.
-        from service.logs import configure
+        from gostop.service.logs import configure
 
         configure("auto", "warning")
     options = Options(

@@ -44,11 +44,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Final
 
-from engine import View
-from engine.cards import GUKJIN, MONTH
-from engine.determinize import unknown_cards
-from engine.state import Phase, PlayRecord
-from engine.views import SeatView, Stack
+from gostop.engine import View
+from gostop.engine.cards import GUKJIN, MONTH
+from gostop.engine.determinize import unknown_cards
+from gostop.engine.state import Phase, PlayRecord
+from gostop.engine.views import SeatView, Stack
 
 from .greedy import SHAKE_BONUS, Situation
 

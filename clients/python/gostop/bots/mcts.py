@@ -66,7 +66,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final, Protocol, cast
 
-from engine import (
+from gostop.engine import (
     Action,
     Bomb,
     ChooseCapture,
@@ -78,11 +78,11 @@ from engine import (
     View,
     action_id,
 )
-from engine import view as engine_view
-from engine.cards import CHEONGDAN, CHODAN, GODORI, HONGDAN, KIND, MONTH, PI_VALUE, Kind
-from engine.determinize import determinize
-from engine.game import Playout
-from engine.state import Phase, State
+from gostop.engine import view as engine_view
+from gostop.engine.cards import CHEONGDAN, CHODAN, GODORI, HONGDAN, KIND, MONTH, PI_VALUE, Kind
+from gostop.engine.determinize import determinize
+from gostop.engine.game import Playout
+from gostop.engine.state import Phase, State
 
 from .belief import BETA, NOISE, Belief
 from .greedy import STATIC_VALUE, GreedyBot, Situation

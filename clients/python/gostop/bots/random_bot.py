@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from engine import Action, View
+from gostop.engine import Action, View
 
 
 class RandomBot:

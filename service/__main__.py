@@ -1,7 +1,0 @@
-"""``python -m service``: the gostop command line."""
-
-import sys
-
-from .cli import main
-
-sys.exit(main())
