@@ -165,6 +165,17 @@ def test_duplicate_match_three_players_rotates_seats() -> None:
     assert {r.seed for r in results[:6]} == {results[0].seed}
 
 
+def test_the_arena_plays_the_deals_of_a_tournament_with_the_same_seed() -> None:
+    """One duplicate-deal schedule (gostop.bots.schedule) for the arena and gostop tournament."""
+    from gostop.tools import tournament
+
+    rules = Rules.preset("standard", players=3)
+    results = duplicate_match(rules, BotSpec("random", 1), BotSpec("random", 2), 3, first_seed=17)
+    games = tournament.plan(["random", "greedy"], [("standard", 3)], 3, 17)
+    arena_deals = sorted({(r.deal, r.seed) for r in results})
+    assert arena_deals == sorted({(g.deal_index, g.deal_seed) for g in games})
+
+
 def test_duplicate_match_in_worker_processes_matches_in_process() -> None:
     rules = Rules.preset("simple")
     a, b = BotSpec("greedy"), BotSpec("random", 4)

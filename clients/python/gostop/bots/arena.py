@@ -4,6 +4,7 @@ Every seat's bot gets exactly its own view (``engine.view(state, seat)``) and th
 actions. A *duplicate* matchup plays each deal once per seat assignment, so both bots hold
 every hand: with 2 players each deal is played twice with the seats swapped; with n players
 every assignment of the two bots to the n seats in which both bots appear (6 with 3 players).
+The deals are those of ``gostop tournament`` with the same seed (``gostop.bots.schedule``).
 
 Command line (parallel worker processes; each worker builds its own bots)::
 
@@ -32,6 +33,7 @@ from gostop.engine import Rules, Settlement, apply, legal_actions, new_round, vi
 
 from . import BOT_NAMES, make_bot
 from .base import Bot
+from .schedule import deal_seed
 
 SLOW = 0.2
 """Decision time (seconds) counted as slow in ``Timing.slow`` (the 200 ms budget of a bot)."""
@@ -168,11 +170,6 @@ def seat_assignments(players: int) -> list[str]:
     ]
 
 
-def deal_seed(first_seed: int, deal: int) -> int:
-    """The engine seed of deal number ``deal``."""
-    return (first_seed * 1_000_003 + deal * 7_919 + 1) % (1 << 64)
-
-
 def play_deal(
     rules: Rules,
     deal: int,
@@ -182,7 +179,7 @@ def play_deal(
     timings: Mapping[str, Timing] | None = None,
 ) -> list[RoundResult]:
     """Play one deal under every seat assignment."""
-    seed = deal_seed(first_seed, deal)
+    seed = deal_seed(first_seed, rules.name, rules.players, deal)
     out = []
     for seats in seat_assignments(rules.players):
         bots = [bot_a if s == "a" else bot_b for s in seats]

@@ -41,7 +41,6 @@ import argparse
 import asyncio
 import concurrent.futures
 import csv
-import hashlib
 import itertools
 import json
 import math
@@ -57,6 +56,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from gostop.bots.arena import wilson as wilson
+from gostop.bots.schedule import deal_seed, derive_seed, rotate
 from gostop.client import AsyncGostopClient, GostopError, PermissionDenied, StaleVersion, Unauthenticated
 from gostop.engine import Deal, Rules, action_id, new_round
 from gostop.engine.events import BonusCaptured, Dealt
@@ -89,23 +89,6 @@ def lineups(bots: Sequence[str], players: int) -> list[tuple[str, ...]]:
         if len(set(combo)) == distinct:
             out.append(combo)
     return out
-
-
-def rotate(lineup: Sequence[str], rotation: int) -> tuple[str, ...]:
-    """Seat s is played by ``lineup[(s + rotation) % n]``."""
-    n = len(lineup)
-    return tuple(lineup[(s + rotation) % n] for s in range(n))
-
-
-def derive_seed(*parts: object) -> int:
-    """A 64-bit seed from any parts (stable across runs and machines)."""
-    text = ":".join(str(p) for p in ("gostop-tournament", *parts))
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
-
-
-def deal_seed(seed: int, preset: str, players: int, index: int) -> int:
-    """The seed of deal ``index`` of a preset and table size."""
-    return derive_seed(seed, preset, players, index)
 
 
 @dataclass(frozen=True, slots=True)
