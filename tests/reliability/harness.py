@@ -35,8 +35,8 @@ from gostop.engine import match_to_bytes, redact, view
 from gostop.service.store_api import Store
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
-from redis_server import HOST, RedisServer, find_redis_server
-from service_fixtures import OPERATOR, Api, Game, Metadata, replay, seat_md
+from testkit.redis_server import HOST, RedisServer, find_redis_server
+from testkit.servers import OPERATOR, Api, Game, Metadata, replay, seat_md
 
 T = TypeVar("T")
 

@@ -25,8 +25,8 @@ from gostop.engine import match_from_bytes
 from gostop.service.auth import Authenticator
 from gostop.v1 import game_pb2 as pb
 from gostop.v1 import game_pb2_grpc as pb_grpc
-from redis_server import RedisServer
-from service_fixtures import (
+from testkit.redis_server import RedisServer
+from testkit.servers import (
     API_KEY,
     OPERATOR_KEY,
     SECRET,
@@ -34,10 +34,9 @@ from service_fixtures import (
     config,
     failure,
     running_server,
-    service_redis_fixture,  # noqa: F401  (a fixture)
     start_process,
 )
-from service_fixtures import stub as make_stub
+from testkit.servers import stub as make_stub
 
 from .harness import reason_of, record, scaled
 

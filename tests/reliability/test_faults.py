@@ -14,10 +14,9 @@ import grpc
 
 from gostop.service.stores import open_store
 from gostop.v1 import game_pb2 as pb
-from redis_server import RedisServer
-from service_fixtures import (
+from testkit.redis_server import RedisServer
+from testkit.servers import (
     client,
-    service_redis_fixture,  # noqa: F401  (a fixture)
     start_process,
 )
 

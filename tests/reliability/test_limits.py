@@ -16,15 +16,14 @@ import pytest
 from gostop.service.auth import Caller
 from gostop.service.games import LOG_PAGE_MAX
 from gostop.v1 import game_pb2 as pb
-from redis_server import RedisServer
-from service_fixtures import (
+from testkit.redis_server import RedisServer
+from testkit.servers import (
     BACKENDS,
     OPERATOR,
     Api,
     config,
     expect,
     running_server,
-    service_redis_fixture,  # noqa: F401  (a fixture)
 )
 
 from .harness import record
@@ -171,7 +170,7 @@ async def test_many_watchers_on_one_connection_do_not_starve_commits(service_red
     still goes through at once, and every stream gets its events."""
     watchers = 150
     # Only the store's bound is under test here: the per-game, per-peer and per-connection stream
-    # limits (tests/test_watch_limits.py) are lifted.
+    # limits (tests/service/test_watch_limits.py) are lifted.
     unlimited = config(service_redis.url, max_watch_per_game=0, max_watch_per_peer=0, max_concurrent_streams=1000)
     async with running_server(unlimited) as api:
         game = await api.create(seed=81)

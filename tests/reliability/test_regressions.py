@@ -5,13 +5,12 @@ from __future__ import annotations
 import grpc
 
 from gostop.v1 import game_pb2 as pb
-from redis_server import RedisServer
-from service_fixtures import (
+from testkit.redis_server import RedisServer
+from testkit.servers import (
     config,
     expect,
     failure,
     running_server,
-    service_redis_fixture,  # noqa: F401  (a fixture)
 )
 
 

@@ -42,8 +42,8 @@ from gostop.service.auth import Caller
 from gostop.service.games import Games
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
-from redis_server import RedisServer
-from service_fixtures import (
+from testkit.redis_server import RedisServer
+from testkit.servers import (
     API_KEY,
     OPERATOR,
     Api,
@@ -53,7 +53,6 @@ from service_fixtures import (
     failure,
     key_md,
     running_server,
-    service_redis_fixture,  # noqa: F401  (a fixture)
     start_process,
 )
 
@@ -204,7 +203,7 @@ def states_by_version(log: pb.GetGameLogResponse) -> dict[int, tuple[State, froz
 
 
 def _rules(log: pb.GetGameLogResponse) -> Any:
-    from service_fixtures import rules_from_pb
+    from testkit.servers import rules_from_pb
 
     return rules_from_pb(log.rules)
 

@@ -13,13 +13,12 @@ import time
 
 from gostop.service.store_api import Store
 from gostop.service.stores import open_store
-from redis_server import RedisClusterServers, RedisServer
-from service_fixtures import (
+from testkit.redis_server import RedisClusterServers, RedisServer
+from testkit.servers import (
     Api,
     client,
     config,
     running_server,
-    service_redis_fixture,  # noqa: F401  (a fixture)
     start_process,
 )
 

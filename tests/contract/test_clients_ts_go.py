@@ -1,0 +1,168 @@
+"""The TypeScript and Go clients (``clients/typescript``, ``clients/go``) against a live server.
+
+The module builds both clients through the Makefile (``make ts-client go-client``: ``npm ci`` from
+the lock, code generation with buf and protoc-gen-es, ``tsc``; the Go protoc plugins at pinned
+versions in ``.tools/bin``, ``go build`` and ``go vet``), starts the embedded server on a free
+loopback port with a token secret and an operator key, and runs each client's example bot (a whole
+standard 2-player round with random legal actions, watched by a spectator) and conformance runner
+(every ``tests/conformance/scenarios/*.json``, closing with ``N passed, N failed``). It also checks
+that the committed Go code in ``clients/go/gen`` is what the pinned generators produce now, runs
+the Go unit tests and a typed error of the TypeScript wrapper.
+
+The first build downloads the npm packages and Go modules (about a minute); later runs reuse
+``node_modules``, ``.tools`` and the Go caches and take a few seconds.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from gostop.service.config import Config
+from gostop.service.embedded import EmbeddedServer
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+TS_DIR: Final = ROOT / "clients" / "typescript"
+GO_DIR: Final = ROOT / "clients" / "go"
+SCENARIOS: Final = ROOT / "tests" / "conformance" / "scenarios"
+BUF: Final = ROOT / ".tools" / "node_modules" / ".bin" / "buf"
+SECRET: Final = "clients-ts-go-token-secret-0123456789"
+OPERATOR_KEY: Final = "clients-ts-go-operator-key"
+BUILD_TIMEOUT: Final = 900.0
+RUN_TIMEOUT: Final = 180.0
+SUMMARY: Final = re.compile(r"^(\d+) passed, (\d+) failed$", re.MULTILINE)
+
+
+def run(args: list[str], cwd: Path, timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def explain(result: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {result.returncode}\n--- stdout\n{result.stdout[-6000:]}\n--- stderr\n{result.stderr[-6000:]}"
+
+
+@pytest.fixture(scope="module")
+def built() -> None:
+    """Both clients, built by the Makefile rules (a no-op when they are up to date)."""
+    for tool in ("make", "npm", "node", "go"):
+        assert shutil.which(tool), f"{tool} is needed to build the TypeScript and Go clients"
+    result = run(["make", "--no-print-directory", "ts-client", "go-client"], ROOT, timeout=BUILD_TIMEOUT)
+    assert result.returncode == 0, "make ts-client go-client failed\n" + explain(result)
+
+
+@pytest.fixture(scope="module")
+def server(built: None) -> Iterator[str]:
+    """The embedded server (memory store) on a free loopback port; yields its host:port."""
+    cfg = Config(listen="127.0.0.1:0", metrics_port=0, token_secret=SECRET, operator_keys=OPERATOR_KEY,
+                 log_level="warning", log_format="json")
+    with EmbeddedServer(cfg) as embedded:
+        yield embedded.target
+
+
+def scenario_count() -> int:
+    return len(list(SCENARIOS.glob("*.json")))
+
+
+def check_conformance(result: subprocess.CompletedProcess[str]) -> None:
+    found = SUMMARY.findall(result.stdout)
+    assert found, "no 'N passed, N failed' line\n" + explain(result)
+    passed, failed = (int(n) for n in found[-1])
+    assert passed + failed > 0, "the runner found no scenario\n" + explain(result)
+    assert failed == 0, f"{failed} scenario(s) failed\n" + explain(result)
+    assert passed == scenario_count(), f"{passed} passed of {scenario_count()} files\n" + explain(result)
+    assert result.returncode == 0, explain(result)
+
+
+def check_bot(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == 0, explain(result)
+    assert "round over:" in result.stdout, explain(result)
+    assert re.search(r"^done: \d+ actions, final version \d+$", result.stdout, re.MULTILINE), explain(result)
+
+
+# ------------------------------------------------------------------------------ TypeScript
+
+
+def test_ts_random_bot_plays_a_whole_round(server: str) -> None:
+    result = run(["node", "dist/examples/random-bot.js", server], TS_DIR, env={"GOSTOP_API_KEY": OPERATOR_KEY})
+    check_bot(result)
+
+
+def test_ts_conformance(server: str) -> None:
+    assert scenario_count() > 0, f"no scenarios in {SCENARIOS}"
+    result = run(["node", "dist/src/conformance.js", "--server", server, "--operator-key", OPERATOR_KEY,
+                  "--scenarios", str(SCENARIOS)], TS_DIR)
+    check_conformance(result)
+
+
+TS_ERROR_SCRIPT: Final = """
+import { GostopClient, GostopError, Code } from "./dist/src/client.js";
+const client = new GostopClient({ address: process.argv[1], apiKey: process.argv[2] });
+try {
+  await client.getGame("no-such-game");
+  console.log("no error");
+} catch (error) {
+  const e = GostopError.from(error);
+  console.log(`${Code[e.code]} ${e.reason} ${e.domain} ${e.metadata["game_id"]}`);
+}
+try {
+  await client.createGame({ preset: "standard", players: 2 }, { timeoutMs: 5000 });
+  const other = new GostopClient({ address: process.argv[1] });
+  await other.createGame({ preset: "standard" });
+  console.log("no error");
+} catch (error) {
+  const e = GostopError.from(error);
+  console.log(`${Code[e.code]} ${e.reason}`);
+}
+process.exit(0);
+"""
+
+
+def test_ts_typed_errors(server: str) -> None:
+    result = run(["node", "--input-type=module", "-e", TS_ERROR_SCRIPT, server, OPERATOR_KEY], TS_DIR)
+    assert result.returncode == 0, explain(result)
+    assert result.stdout.splitlines() == [
+        "NotFound GAME_NOT_FOUND gostop.v1 no-such-game",
+        "Unauthenticated BAD_CREDENTIALS",
+    ], explain(result)
+
+
+# ------------------------------------------------------------------------------ Go
+
+
+def test_go_random_bot_plays_a_whole_round(server: str) -> None:
+    result = run([str(GO_DIR / "bin" / "randombot"), "-server", server, "-api-key", OPERATOR_KEY], GO_DIR)
+    check_bot(result)
+
+
+def test_go_conformance(server: str) -> None:
+    assert scenario_count() > 0, f"no scenarios in {SCENARIOS}"
+    result = run([str(GO_DIR / "bin" / "conformance"), "-server", server, "-operator-key", OPERATOR_KEY,
+                  "-scenarios", str(SCENARIOS)], GO_DIR)
+    check_conformance(result)
+
+
+def test_go_unit_tests(built: None) -> None:
+    result = run(["go", "test", "-buildvcs=false", "./..."], GO_DIR, timeout=BUILD_TIMEOUT)
+    assert result.returncode == 0, explain(result)
+
+
+def test_go_generated_code_is_up_to_date(built: None, tmp_path: Path) -> None:
+    """``clients/go/gen`` is committed: regenerating it with the pinned plugins changes nothing."""
+    result = run([str(BUF), "generate", "--template", "buf.gen.yaml", "--output", str(tmp_path)], GO_DIR)
+    assert result.returncode == 0, explain(result)
+    fresh = sorted(p.relative_to(tmp_path / "gen") for p in (tmp_path / "gen").rglob("*") if p.is_file())
+    committed = sorted(p.relative_to(GO_DIR / "gen") for p in (GO_DIR / "gen").rglob("*") if p.is_file())
+    assert fresh, "buf generated nothing"
+    assert fresh == committed, f"generated files differ: {fresh} vs {committed}; run `make go-generate`"
+    stale = [str(p) for p in fresh if not filecmp.cmp(tmp_path / "gen" / p, GO_DIR / "gen" / p, shallow=False)]
+    assert not stale, f"clients/go/gen is out of date ({stale}); run `make go-generate`"

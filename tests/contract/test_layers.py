@@ -1,0 +1,198 @@
+"""Layers import only downwards: engine <- wire <- service | client <- bots <- tools.
+
+Every import of our own modules (at the top of a module or inside a function) is read from the
+source and checked against the layer table below (README.md shows it), and no two of our modules
+may import each other in a circle. The modules are those of the ``gostop`` namespace, read from
+the folders pyproject.toml maps it to.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = {"gostop.engine": ROOT / "engine", "gostop.service": ROOT / "service",
+           "gostop": ROOT / "clients/python/gostop"}
+"""Import prefix -> folder. The ``gostop`` folder's links to engine/ and service/ and its generated
+``v1`` are not read through it."""
+GENERATED = "gostop.v1"
+
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # (layer, module prefixes), the most specific prefix wins
+    ("engine", ("gostop.engine",)),
+    ("wire", (GENERATED, "gostop.wire")),
+    ("service", ("gostop.service",)),
+    ("client", ("gostop.client",)),
+    ("bots", ("gostop.bots",)),
+    ("tools", ("gostop", "gostop.tools", "gostop.__main__", "gostop.engine.cli", "gostop.engine.__main__")),
+)
+MAY_IMPORT: dict[str, set[str]] = {
+    "engine": {"engine"},
+    "wire": {"engine", "wire"},
+    "service": {"engine", "wire", "service"},
+    "client": {"engine", "wire", "client"},
+    "bots": {"engine", "bots"},
+    "tools": {"engine", "wire", "service", "client", "bots", "tools"},
+}
+OLD_NAMES = ("engine", "service", "gostop_client")
+"""Top-level import names of before the ``gostop`` namespace: nothing may import them."""
+
+
+def layer_of(module: str) -> str:
+    best, length = "", -1
+    for layer, prefixes in LAYERS:
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > length:
+                best, length = layer, len(prefix)
+    assert best, f"{module} is in no layer: add it to LAYERS"
+    return best
+
+
+def modules() -> Iterator[tuple[str, Path]]:
+    for package, folder in SOURCES.items():
+        for path in sorted(folder.rglob("*.py")):
+            rel = path.relative_to(folder).with_suffix("")
+            if package == "gostop" and rel.parts[0] in ("engine", "service", "v1"):
+                continue  # read from their own folders; v1 is generated
+            parts = [*package.split("."), *rel.parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            yield ".".join(parts), path
+
+
+def own_imports(module: str, path: Path) -> set[str]:
+    """Every module of ours ``module`` imports, anywhere in its source (relative imports resolved)."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        for name in names:
+            if name.split(".")[0] in ("gostop", *OLD_NAMES):
+                found.add(name)
+    return found
+
+
+def _known(name: str, known: set[str]) -> str | None:
+    """The module of ours that ``name`` (a module, or a name imported from one) refers to (the
+    generated ``gostop.v1`` modules count as one)."""
+    if name == GENERATED or name.startswith(GENERATED + "."):
+        return GENERATED
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def graph() -> dict[str, set[str]]:
+    found = dict(modules())
+    known = set(found) | {GENERATED}
+    edges: dict[str, set[str]] = {}
+    for module, path in found.items():
+        targets = {_known(n, known) for n in own_imports(module, path)}
+        edges[module] = {t for t in targets if t is not None and t != module}
+    edges[GENERATED] = set()
+    return edges
+
+
+def violations(edges: dict[str, set[str]]) -> list[str]:
+    out = []
+    for module, targets in sorted(edges.items()):
+        mine = layer_of(module)
+        for target in sorted(targets):
+            theirs = layer_of(target)
+            if theirs not in MAY_IMPORT[mine]:
+                out.append(f"{module} ({mine}) imports {target} ({theirs})")
+    return out
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle (as the strongly connected components of more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    assert violations(graph()) == []
+
+
+def test_nothing_imports_the_old_top_level_names() -> None:
+    """Not the package, its tests, scripts or examples."""
+    found = dict(modules())
+    for folder in ("tests", "scripts", "bench", "clients/python/examples"):
+        found.update((str(path.relative_to(ROOT)), path) for path in (ROOT / folder).rglob("*.py"))
+    found["setup"] = ROOT / "setup.py"
+    old = sorted(f"{module} imports {name}" for module, path in found.items() for name in own_imports(module, path)
+                 if name.split(".")[0] in OLD_NAMES)
+    assert old == []
+
+
+def test_no_import_circles() -> None:
+    """(A package and its own submodules import each other by design: ``__init__`` re-exports.)"""
+    edges = graph()
+    plain = {m: {t for t in ts if not t.startswith(m + ".") and not m.startswith(t + ".")} for m, ts in edges.items()}
+    assert cycles(plain) == []
+
+
+@pytest.mark.parametrize(("module", "target"), [
+    ("gostop.engine.game", "gostop.service.games"),  # the engine reaching up into the service
+    ("gostop.engine.views", "gostop.v1"),  # the engine depending on the messages
+    ("gostop.wire.convert", "gostop.service.games"),  # the wire depending on the service
+    ("gostop.bots.greedy", "gostop.client"),  # a bot depending on the transport
+    ("gostop.client", "gostop.service.server"),  # the client depending on the server
+    ("gostop.client.runner", "gostop.bots"),  # the client depending on the bots
+    ("gostop.service.games", "gostop.tools.cli"),  # the service depending on the command line
+])
+def test_the_check_catches_an_upward_import(module: str, target: str) -> None:
+    edges = graph()
+    assert module in edges and target in edges
+    edges[module] = edges[module] | {target}
+    assert violations(edges), f"{module} -> {target} was not caught"
+
+
+def test_the_check_catches_a_circle() -> None:
+    edges = graph()
+    edges["gostop.client.runner"] = edges["gostop.client.runner"] | {"gostop.tools.play"}
+    assert edges["gostop.tools.play"] >= {"gostop.client.runner"}
+    assert cycles(edges), "play <-> runner was not caught"

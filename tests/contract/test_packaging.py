@@ -1,0 +1,155 @@
+"""The built wheel, installed as a user would: one ``gostop`` namespace, the generated code inside it,
+and extras that mean what they say.
+
+The wheel is built from a copy of the sources without any generated code (the build must make it),
+then installed into fresh virtual environments (dependencies from the package index): alone, it
+gives the engine, the wire layer, the clients and the bots, and says which extra serving needs;
+with ``[server]``, ``gostop serve`` answers Health and stops on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from testkit.redis_server import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "proto", "scripts/gen_proto.py", "engine",
+           "service", "clients/python")
+
+
+def IGNORE(folder: str, names: list[str]) -> set[str]:
+    """Caches, the examples, and the generated code of a work tree (clients/python/gostop/v1)."""
+    skipped = {n for n in names if n == "__pycache__" or n.endswith(".pyc") or n == "examples"}
+    if Path(folder).name == "gostop" and Path(folder).parent.name == "python":
+        skipped |= {"v1"} & set(names)
+    return skipped
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = tmp_path_factory.mktemp("src")
+    for name in SOURCES:
+        target = source / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, target, symlinks=True, ignore=IGNORE)
+        else:
+            shutil.copy(ROOT / name, target)
+    assert not list(source.rglob("*_pb2.py")), "the copy must hold no generated code"
+    out = tmp_path_factory.mktemp("dist")
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                             "--wheel-dir", str(out), str(source)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [built] = out.glob("gostop-*.whl")
+    return built
+
+
+def venv(path: Path, requirement: str) -> Path:
+    """A fresh virtual environment at ``path`` with ``requirement`` installed; its bin folder."""
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=120)
+    result = subprocess.run([str(path / "bin/python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                             requirement], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return path / "bin"
+
+
+def test_the_wheel_is_one_namespace_with_its_generated_code(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert tops == {"gostop", wheel.name.split("-py3")[0] + ".dist-info"}, tops
+    for module in ("gostop/v1/__init__.py", "gostop/v1/game_pb2.py", "gostop/v1/game_pb2_grpc.py",
+                   "gostop/v1/game_pb2.pyi", "gostop/engine/game.py", "gostop/wire/convert.py",
+                   "gostop/service/server.py", "gostop/client/client.py", "gostop/bots/mcts.py",
+                   "gostop/tools/cli.py", "gostop/py.typed"):
+        assert module in names, f"{module} is not in the wheel"
+    grpc_module = zipfile.ZipFile(wheel).read("gostop/v1/game_pb2_grpc.py").decode()
+    assert "from gostop.v1 import game_pb2" in grpc_module, "generated as the proto package implies"
+    info = wheel.name.split("-py3")[0] + ".dist-info"
+    entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
+    assert "gostop = gostop.tools.cli:main" in entry_points
+    metadata = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
+    required = [line.removeprefix("Requires-Dist: ") for line in metadata.splitlines()
+                if line.startswith("Requires-Dist: ")]
+    plain = sorted(r.split(">")[0].split("=")[0].split("<")[0] for r in required if "extra ==" not in r)
+    assert plain == ["grpcio", "grpcio-status", "orjson", "protobuf"], plain
+    assert {"Provides-Extra: server", "Provides-Extra: tournament", "Provides-Extra: dev"} <= set(metadata.splitlines())
+
+
+ALONE = """
+import importlib
+import gostop.engine, gostop.wire.convert, gostop.client, gostop.bots, gostop.tools.bot
+from gostop.bots import make_bot
+from gostop.engine import Rules, new_round, view
+state, _ = new_round(Rules.preset("standard"), seed=1)
+seat_view = view(state, state.to_move)
+assert make_bot("greedy").choose(seat_view, seat_view.legal_actions) in seat_view.legal_actions
+for name in ("engine", "service", "gostop_client"):
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError:
+        pass
+    else:
+        raise SystemExit(f"{name} is importable")
+try:
+    import gostop.service
+except ImportError as exc:
+    print(exc)
+else:
+    raise SystemExit("gostop.service imported without the [server] extra")
+"""
+
+
+def test_the_wheel_alone_gives_engine_client_and_bots(wheel: Path, tmp_path: Path) -> None:
+    bin_ = venv(tmp_path / "venv", str(wheel))
+    result = subprocess.run([str(bin_ / "python"), "-I", "-c", ALONE], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "gostop.service needs the [server] extra" in result.stdout
+    assert "pip install 'gostop[server]'" in result.stdout
+    demo = subprocess.run([str(bin_ / "gostop"), "demo", "--seed", "3"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert demo.returncode == 0 and "gostop demo" in demo.stdout, demo.stdout + demo.stderr
+    serve = subprocess.run([str(bin_ / "gostop"), "serve"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert serve.returncode == 2, serve.stdout + serve.stderr
+    assert serve.stderr.startswith("gostop serve: gostop.service needs the [server] extra"), serve.stderr
+    assert "Traceback" not in serve.stderr
+
+
+def test_with_the_server_extra_gostop_serve_runs(wheel: Path, tmp_path: Path) -> None:
+    bin_ = venv(tmp_path / "venv", f"{wheel}[server]")
+    port = free_port()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    process = subprocess.Popen([str(bin_ / "gostop"), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-port", "0"],
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        status = None
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            deadline = time.monotonic() + 60
+            while status != health_pb2.HealthCheckResponse.SERVING and time.monotonic() < deadline:
+                assert process.poll() is None, process.communicate()[0]
+                try:
+                    status = health.Check(health_pb2.HealthCheckRequest(service="gostop.v1.GameService"),
+                                          timeout=2).status
+                except grpc.RpcError:
+                    time.sleep(0.2)
+        assert status == health_pb2.HealthCheckResponse.SERVING
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+        assert process.returncode == 0, output
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()

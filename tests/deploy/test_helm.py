@@ -1,0 +1,861 @@
+"""The deployment artefacts: the Helm chart (helm/gostop) and the container image (Dockerfile).
+
+The chart is linted and rendered by a pinned helm, with its defaults and with every option on
+(tests/helm/all-on.yaml); every rendered manifest is validated by kubeconform against the Kubernetes
+API schemas of the oldest and the newest Kubernetes the chart supports (the schemas of the PyPI
+package kubernetes-validate; the custom resources against tests/schemas/); values.schema.json
+refuses bad values, one test per rule; the rendered Deployment, Service, probes, settings and alerts
+are compared with what the server really listens on, serves and exports (service/config.py,
+service/server.py, service/metrics.py). The Dockerfile is linted structurally and by hadolint, its
+health probe is run against a real server, and the server is shown to write nothing outside /tmp
+(so that readOnlyRootFilesystem holds).
+
+The tools come from `make helm-tools` (pinned in the Makefile, kept in .tools/); a missing tool
+fails these tests with the command that installs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import functools
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from gostop.service import config as server_config
+from gostop.service.metrics import Metrics
+from gostop.service.server import SERVICE
+from gostop.v1 import game_pb2 as pb
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "helm" / "gostop"
+TOOLS = ROOT / ".tools"
+HELM = TOOLS / "bin" / "helm"
+KUBECONFORM = TOOLS / "bin" / "kubeconform"
+TOOLS_PYTHON = TOOLS / "venv" / "bin" / "python"
+HADOLINT = TOOLS / "venv" / "bin" / "hadolint"
+ALL_ON = ROOT / "tests" / "helm" / "all-on.yaml"
+CRD_SCHEMAS = ROOT / "tests" / "schemas"
+DOCKERFILE = ROOT / "Dockerfile"
+
+RELEASE = "prod"
+NAMESPACE = "games"
+FULLNAME = "prod-gostop"
+# The oldest Kubernetes the chart supports (Chart.yaml kubeVersion: native gRPC probes are GA in
+# 1.27) and the newest whose schemas kubernetes-validate ships.
+KUBE_VERSIONS = ("1.27.0", "1.37.0")
+EXTERNAL_REDIS = "redis+sentinel://:pw@sentinel-0.redis:26379,sentinel-1.redis:26379/mymaster/0"
+SETTINGS = {s.env: s for s in server_config.SETTINGS}
+
+
+def makefile_value(name: str) -> str:
+    match = re.search(rf"^{name} := (.+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert match, f"{name} is not set in the Makefile"
+    return match.group(1).strip()
+
+
+def tool(path: Path) -> Path:
+    """A tool of `make helm-tools`; a missing one fails the test (never skips it)."""
+    if not path.exists():
+        pytest.fail(f"{path.relative_to(ROOT)} is missing: run `make helm-tools` (helm {makefile_value('HELM_VERSION')}"
+                    f" and kubeconform {makefile_value('KUBECONFORM_VERSION')} from the Go module proxy, the tools"
+                    " venv from PyPI); `make test` does it first")
+    return path
+
+
+def run(args: Sequence[str | Path], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(a) for a in args], input=stdin, capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    values: tuple[Path, ...] = ()
+    sets: tuple[str, ...] = ()
+
+    def args(self) -> list[str]:
+        out: list[str] = []
+        for path in self.values:
+            out += ["-f", str(path)]
+        for item in self.sets:
+            out += ["--set", item]
+        return out
+
+
+DEFAULT = Variant("default")
+ALL = Variant("all-on", (ALL_ON,))
+# all-on with an external Redis instead of the in-chart one (the Secret's URL, the NetworkPolicy's
+# egress to it); and a plain production setup: external Redis, three replicas, nothing optional.
+ESCAPED_REDIS = EXTERNAL_REDIS.replace(",", "\\,")  # --set splits on unescaped commas
+ALL_EXTERNAL = Variant("all-on-external-redis", (ALL_ON,), (f"redis.url={ESCAPED_REDIS}",))
+PRODUCTION = Variant("production", (), (f"redis.url={ESCAPED_REDIS}", "replicaCount=3",
+                                       "secrets.tokenSecret=0123456789abcdef0123"))
+VARIANTS = (DEFAULT, ALL, ALL_EXTERNAL, PRODUCTION)
+
+
+@functools.cache
+def template(variant: Variant, kube_version: str = KUBE_VERSIONS[0]) -> str:
+    result = run([tool(HELM), "template", RELEASE, CHART, "--namespace", NAMESPACE, "--kube-version", kube_version,
+                  *variant.args()])
+    assert result.returncode == 0, f"helm template ({variant.name}) failed:\n{result.stderr}"
+    return result.stdout
+
+
+@functools.cache
+def manifests(variant: Variant) -> tuple[dict[str, Any], ...]:
+    """The rendered objects (YAML to JSON by the tools venv's PyYAML)."""
+    code = "import json, sys, yaml; json.dump([d for d in yaml.safe_load_all(sys.stdin) if d], sys.stdout)"
+    result = run([tool(TOOLS_PYTHON), "-c", code], stdin=template(variant))
+    assert result.returncode == 0, result.stderr
+    docs: list[dict[str, Any]] = json.loads(result.stdout)
+    return tuple(docs)
+
+
+def objects(variant: Variant, kind: str) -> list[dict[str, Any]]:
+    return [d for d in manifests(variant) if d["kind"] == kind]
+
+
+def one(variant: Variant, kind: str, name: str = FULLNAME) -> dict[str, Any]:
+    found = [d for d in objects(variant, kind) if d["metadata"]["name"] == name]
+    assert len(found) == 1, f"{variant.name}: expected one {kind} {name}, found {len(found)}"
+    return found[0]
+
+
+def server_container(variant: Variant) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = one(variant, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["gostop"]
+    return containers[0]
+
+
+def server_env(variant: Variant) -> dict[str, str]:
+    """The environment the server container gets from the chart's ConfigMap and Secret."""
+    env: dict[str, str] = dict(one(variant, "ConfigMap")["data"])
+    secret = one(variant, "Secret")
+    env.update({k: base64.b64decode(v).decode() for k, v in secret.get("data", {}).items()})
+    return env
+
+
+def helm_fails(*args: str) -> str:
+    """helm template with these extra arguments must fail; its error output."""
+    result = run([tool(HELM), "template", RELEASE, CHART, "--namespace", NAMESPACE, *args])
+    assert result.returncode != 0, f"helm template {' '.join(args)} rendered, but should have been refused"
+    return result.stderr
+
+
+# --- lint and schema validation ----------------------------------------------------------------
+
+
+def test_tools_are_the_pinned_versions() -> None:
+    version = run([tool(HELM), "version", "--template", "{{ .Version }}"]).stdout.strip()
+    assert version == makefile_value("HELM_VERSION"), "stale helm in .tools/bin: run `make helm-tools`"
+    assert run([tool(KUBECONFORM), "-v"]).stdout.strip() == makefile_value("KUBECONFORM_VERSION"), \
+        "stale kubeconform in .tools/bin: run `make helm-tools`"
+
+
+def test_chart_versions() -> None:
+    chart = (CHART / "Chart.yaml").read_text()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert re.search(r"^apiVersion: v2$", chart, re.MULTILINE)
+    assert re.search(rf'^appVersion: "{re.escape(project["version"])}"$', chart, re.MULTILINE), \
+        "Chart.yaml appVersion must be pyproject's version"
+
+
+@pytest.mark.parametrize("variant", [DEFAULT, ALL, ALL_EXTERNAL], ids=lambda v: v.name)
+def test_helm_lint(variant: Variant) -> None:
+    for kube_version in KUBE_VERSIONS:
+        result = run([tool(HELM), "lint", "--strict", CHART, "--namespace", NAMESPACE, "--kube-version", kube_version,
+                      *variant.args()])
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "[ERROR]" not in result.stdout and "[WARNING]" not in result.stdout, result.stdout
+
+
+@pytest.fixture(scope="session")
+def kubernetes_schemas(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """kubernetes-validate's schemas, made loadable by kubeconform from files.
+
+    They are JSON Schema 2020-12 documents with an https `$id` and references to
+    `/api/_definitions.json`, which kubernetes-validate resolves in memory; without the `$id` and
+    with a relative reference they resolve to the `_definitions.json` beside them.
+    """
+    found = sorted(TOOLS.glob("venv/lib/python3*/site-packages/kubernetes_validate/kubernetes-json-schema"))
+    if not found:
+        tool(TOOLS / "venv" / "kubernetes_validate")  # fails with the install command
+    out = tmp_path_factory.mktemp("kubernetes-json-schema")
+    for version in KUBE_VERSIONS:
+        source = found[-1] / f"v{version}-local-strict"
+        assert source.is_dir(), f"kubernetes-validate has no schemas for Kubernetes {version}"
+        target = out / source.name
+        target.mkdir()
+        for path in source.glob("*.json"):
+            document = json.loads(path.read_text().replace('"/api/_definitions.json#', '"_definitions.json#'))
+            document.pop("$id", None)
+            (target / path.name).write_text(json.dumps(document))
+    return out
+
+
+def schema_locations(kubernetes_schemas: Path) -> list[str]:
+    """kubeconform's schema paths: the Kubernetes kinds, then the custom resources of tests/schemas."""
+    kinds = "{{ .NormalizedKubernetesVersion }}-local{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json"
+    crds = "{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json"
+    return ["-schema-location", f"{kubernetes_schemas}/{kinds}", "-schema-location", f"{CRD_SCHEMAS}/{crds}"]
+
+
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_manifests_validate_against_the_kubernetes_schemas(
+    variant: Variant, kube_version: str, kubernetes_schemas: Path,
+) -> None:
+    result = run([
+        tool(KUBECONFORM), "-strict", "-summary", "-kubernetes-version", kube_version,
+        *schema_locations(kubernetes_schemas),
+        "-",
+    ], stdin=template(variant, kube_version))
+    assert result.returncode == 0, result.stdout + result.stderr
+    count = len(manifests(variant))
+    assert f"Valid: {count}, Invalid: 0, Errors: 0, Skipped: 0" in result.stdout, result.stdout
+
+
+def test_kubeconform_rejects_a_bad_manifest(kubernetes_schemas: Path) -> None:
+    """The validation is real: an unknown field and a wrong type are caught, in a CRD too."""
+    bad = template(DEFAULT).replace("terminationGracePeriodSeconds: 30", "terminationGracePeriodSeconds: thirty")
+    bad += "\n---\n" + template(ALL).split("# Source: gostop/templates/servicemonitor.yaml")[1].replace(
+        "scrapeTimeout: 5s", "scrapeTimeout: 5s\n      bogus: true")
+    result = run([
+        tool(KUBECONFORM), "-strict", "-summary", "-kubernetes-version", KUBE_VERSIONS[0],
+        *schema_locations(kubernetes_schemas),
+        "-",
+    ], stdin=bad)
+    assert result.returncode != 0
+    assert "Invalid: 2" in result.stdout, result.stdout
+
+
+def test_all_on_renders_every_template() -> None:
+    rendered = set(re.findall(r"^# Source: gostop/templates/(\S+)$", template(ALL) + template(ALL_EXTERNAL),
+                              re.MULTILINE))
+    templates = {p.name for p in (CHART / "templates").glob("*.yaml")}
+    assert templates - rendered == set(), "tests/helm/all-on.yaml must turn on every template"
+    kinds = {d["kind"] for d in manifests(ALL)}
+    assert {"Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "ConfigMap", "Secret",
+            "ServiceMonitor", "PrometheusRule", "NetworkPolicy", "GRPCRoute", "Ingress", "StatefulSet", "Job",
+            "PersistentVolumeClaim", "ServiceAccount"} <= kinds
+
+
+def test_generated_token_secret_is_strong() -> None:
+    secret = server_env(DEFAULT)["GOSTOP_TOKEN_SECRET"]
+    assert len(secret) >= 32
+    assert server_env(PRODUCTION)["GOSTOP_TOKEN_SECRET"] == "0123456789abcdef0123"
+
+
+@pytest.mark.parametrize("variant", [DEFAULT, ALL, PRODUCTION], ids=lambda v: v.name)
+def test_notes_render(variant: Variant, tmp_path: Path) -> None:
+    """NOTES.txt (which helm template skips) renders: through tpl, in a copy of the chart."""
+    chart = tmp_path / "gostop"
+    shutil.copytree(CHART, chart)
+    (chart / "templates" / "NOTES.txt").rename(chart / "notes.txt")
+    (chart / "templates" / "zz-notes.yaml").write_text(
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n'
+        '  notes: {{ tpl (.Files.Get "notes.txt") . | toJson }}\n')
+    result = run([tool(HELM), "template", RELEASE, chart, "--namespace", NAMESPACE, "--show-only",
+                  "templates/zz-notes.yaml", *variant.args()])
+    assert result.returncode == 0, result.stderr
+    notes: str = json.loads(result.stdout.split("  notes: ", 1)[1])
+    assert f"{FULLNAME}.{NAMESPACE}.svc:50051" in notes
+    assert ("WARNING: the memory store" in notes) == (variant == DEFAULT)
+    assert ("token secret was generated" in notes) == (variant == DEFAULT)
+    assert ("Tournament: Job" in notes) == (variant == ALL)
+
+
+# One bad value per rule of values.schema.json: (helm arguments, what the error names).
+SCHEMA_RULES = {
+    "negative replicas": (["--set", "replicaCount=-1"], "/replicaCount"),
+    "replicas not a number": (["--set-string", "replicaCount=two"], "/replicaCount"),
+    "unknown top-level key": (["--set", "replicas=2"], "additional properties 'replicas' not allowed"),
+    "unknown nested key": (["--set", "config.logLevell=debug"], "additional properties 'logLevell' not allowed"),
+    "unknown log level": (["--set", "config.logLevel=loud"], "/config/logLevel"),
+    "unknown log format": (["--set", "config.logFormat=xml"], "/config/logFormat"),
+    "port out of range": (["--set", "ports.grpc=70000"], "/ports/grpc"),
+    "port as a string": (["--set-string", "ports.metrics=metrics"], "/ports/metrics"),
+    "zero ttl": (["--set", "config.gameTtlSeconds=0"], "/config/gameTtlSeconds"),
+    "negative drain": (["--set", "config.drainSeconds=-1"], "/config/drainSeconds"),
+    "short token secret": (["--set", "secrets.tokenSecret=short"], "/secrets/tokenSecret"),
+    "api keys not a list": (["--set", "secrets.apiKeys=key1"], "/secrets/apiKeys"),
+    "api key with a comma": (["--set", "secrets.apiKeys[0]=a\\,b"], "/secrets/apiKeys/0"),
+    "redis url scheme": (["--set", "redis.url=http://redis:6379"], "/redis/url"),
+    "pull policy": (["--set", "image.pullPolicy=Sometimes"], "/image/pullPolicy"),
+    "image digest": (["--set", "image.digest=latest"], "/image/digest"),
+    "listen host": (["--set", "listenHost=localhost"], "/listenHost"),
+    "service type": (["--set", "service.type=ExternalName"], "/service/type"),
+    "cpu target over 100": (["--set", "autoscaling.targetCPUUtilizationPercentage=150"],
+                            "/autoscaling/targetCPUUtilizationPercentage"),
+    "boolean as a string": (["--set-string", "autoscaling.enabled=yes"], "/autoscaling/enabled"),
+    "zero max replicas": (["--set", "autoscaling.maxReplicas=0"], "/autoscaling/maxReplicas"),
+    "pdb not a number or percentage": (["--set", "podDisruptionBudget.maxUnavailable=half"],
+                                       "/podDisruptionBudget/maxUnavailable"),
+    "scrape interval": (["--set-string", "metrics.serviceMonitor.interval=30"], "/metrics/serviceMonitor/interval"),
+    "error ratio over 1": (["--set", "metrics.prometheusRule.errorRatio=5"], "/metrics/prometheusRule/errorRatio"),
+    "zero tournament shards": (["--set", "tournament.shards=0"], "/tournament/shards"),
+    "access mode": (["--set", "tournament.results.accessModes[0]=ReadWriteSome"],
+                    "/tournament/results/accessModes/0"),
+    "spread policy": (["--set", "topologySpread.whenUnsatisfiable=Sometimes"], "/topologySpread/whenUnsatisfiable"),
+    "tmp size": (["--set", "tmpSizeLimit=lots"], "/tmpSizeLimit"),
+    "probe period": (["--set", "probes.readiness.periodSeconds=0"], "/probes/readiness/periodSeconds"),
+    "required value removed": (["--set", "config=null"], "missing property 'config'"),
+    "zero workers": (["--set", "config.workers=0"], "/config/workers"),
+    "unknown event loop": (["--set", "config.eventLoop=trio"], "/config/eventLoop"),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(SCHEMA_RULES))
+def test_schema_rejects(rule: str) -> None:
+    args, expected = SCHEMA_RULES[rule]
+    error = helm_fails(*args)
+    assert "values don't meet the specifications of the schema" in error, error
+    assert expected in error, error
+
+
+# Combinations the schema cannot express, refused by the templates: (arguments, message).
+TEMPLATE_RULES = {
+    "memory store with replicas": (["--set", "replicaCount=2"], "memory store"),
+    "memory store with autoscaling": (["--set", "autoscaling.enabled=true"], "memory store"),
+    "memory store with workers": (["--set", "config.workers=2"], "config.workers"),
+    "grace period within the drain": (["--set", "terminationGracePeriodSeconds=15"], "terminationGracePeriodSeconds"),
+    "tls without a secret": (["--set", "tls.enabled=true"], "tls.secretName"),
+    "grpc route without a gateway": (["--set", "grpcRoute.enabled=true"], "parentRefs"),
+    "autoscaling bounds": (["--set", f"redis.url={ESCAPED_REDIS}", "--set", "autoscaling.enabled=true",
+                            "--set", "autoscaling.minReplicas=5", "--set", "autoscaling.maxReplicas=3"], "minReplicas"),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(TEMPLATE_RULES))
+def test_templates_refuse(rule: str) -> None:
+    args, expected = TEMPLATE_RULES[rule]
+    assert expected in helm_fails(*args)
+
+
+# --- the chart against the server ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_settings_are_real_and_accepted_by_the_server(variant: Variant) -> None:
+    env = server_env(variant)
+    unknown = {k for k in env if k.startswith("GOSTOP_")} - set(SETTINGS)
+    assert not unknown, f"not settings of service/config.py: {unknown}"
+    config = server_config.load(env=env)  # the server's own parsing and checks
+    assert config.listen == env["GOSTOP_LISTEN"]
+    assert config.log_format == "json"  # no terminal in a pod: JSON lines
+    if variant in (ALL_EXTERNAL, PRODUCTION):
+        assert config.redis_url == EXTERNAL_REDIS
+    if variant == ALL:
+        assert config.redis_url == f"redis://{FULLNAME}-redis:6379/0"
+        assert config.keys("api_keys") == ("api-key-one", "api-key-two")
+        assert config.keys("operator_keys") == ("operator-key-one",)
+    if variant == DEFAULT:
+        assert config.redis_url == "", "the defaults run the memory store (one replica)"
+
+
+def test_every_setting_is_configurable_by_the_chart() -> None:
+    provided = set().union(*(server_env(v) for v in VARIANTS))
+    assert set(SETTINGS) <= provided, f"settings the chart cannot set: {set(SETTINGS) - provided}"
+    secret_keys = set().union(*(one(v, "Secret").get("data", {}) for v in VARIANTS))
+    assert {"GOSTOP_TOKEN_SECRET", "GOSTOP_API_KEYS", "GOSTOP_OPERATOR_KEYS"} <= secret_keys
+    config_map_keys = set().union(*(one(v, "ConfigMap")["data"] for v in VARIANTS))
+    assert not config_map_keys & {"GOSTOP_TOKEN_SECRET", "GOSTOP_API_KEYS", "GOSTOP_OPERATOR_KEYS"}
+
+
+def test_default_settings_follow_the_server_defaults() -> None:
+    """values.yaml's config mirrors service/config.py; only the pod's addresses, the log format and
+    the per-address stream limit (every stream comes through the gateway's addresses) differ."""
+    env = one(DEFAULT, "ConfigMap")["data"]
+    deliberate = {"GOSTOP_LISTEN": "0.0.0.0:50051", "GOSTOP_METRICS_HOST": "0.0.0.0", "GOSTOP_LOG_FORMAT": "json",
+                  "GOSTOP_MAX_WATCH_PER_PEER": "0"}
+    for key, value in env.items():
+        default = SETTINGS[key].default
+        if key in deliberate:
+            assert value == deliberate[key]
+        else:
+            assert type(default)(value) == default, f"{key}: chart default {value!r}, server default {default!r}"
+    assert env["GOSTOP_LISTEN"].rpartition(":")[2] == SETTINGS["GOSTOP_LISTEN"].default.rpartition(":")[2]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_ports_and_probes_match_the_server(variant: Variant) -> None:
+    env = server_env(variant)
+    container = server_container(variant)
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    grpc_port = int(env["GOSTOP_LISTEN"].rpartition(":")[2])
+    assert ports == {"grpc": grpc_port, "metrics": int(env["GOSTOP_METRICS_PORT"])}
+    host = env["GOSTOP_LISTEN"].rpartition(":")[0]
+    assert host in ("0.0.0.0", "[::]"), "the server must listen on the pod's address, not loopback"
+    assert env["GOSTOP_METRICS_HOST"] in ("0.0.0.0", "::")
+    # The health names the server registers: "" and the game service.
+    assert pb.DESCRIPTOR.services_by_name["GameService"].full_name == SERVICE
+    tls = "GOSTOP_TLS_CERT" in env
+    for kind, service in (("startupProbe", SERVICE), ("readinessProbe", SERVICE), ("livenessProbe", "")):
+        probe = container[kind]
+        if tls:  # the kubelet's gRPC probes cannot speak TLS: the image's probe script does
+            assert probe["exec"]["command"] == ["gostop-healthcheck", service]
+        else:
+            assert probe["grpc"]["port"] == grpc_port
+            assert probe["grpc"].get("service", "") == service
+    service_ports = {p["name"]: p for p in one(variant, "Service")["spec"]["ports"]}
+    assert set(service_ports) == {"grpc", "metrics"}
+    for name, port in service_ports.items():
+        assert port["targetPort"] == name and port["port"] == ports[name]
+    if not tls:
+        assert service_ports["grpc"]["appProtocol"] == "kubernetes.io/h2c"
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_restricted_pod_security(variant: Variant) -> None:
+    pods = [one(variant, "Deployment")["spec"]["template"]["spec"]]
+    pods += [job["spec"]["template"]["spec"] for job in objects(variant, "Job")]
+    uid, gid = dockerfile_user()
+    for pod in pods:
+        context = pod["securityContext"]
+        assert context["runAsNonRoot"] is True
+        assert (context["runAsUser"], context["runAsGroup"]) == (uid, gid), "the image's USER"
+        assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert pod["automountServiceAccountToken"] is False
+        for container in pod["containers"]:
+            security = container["securityContext"]
+            assert security["allowPrivilegeEscalation"] is False
+            assert security["readOnlyRootFilesystem"] is True
+            assert security["capabilities"] == {"drop": ["ALL"]}
+            assert not security.get("privileged", False)
+            mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+            volumes = {v["name"]: v for v in pod["volumes"]}
+            assert "emptyDir" in volumes[mounts["/tmp"]], "/tmp is the one writable path"
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_termination_grace_outlasts_the_drain(variant: Variant) -> None:
+    pod = one(variant, "Deployment")["spec"]["template"]["spec"]
+    drain = float(server_env(variant)["GOSTOP_DRAIN_SECONDS"])
+    pre_stop = pod["containers"][0].get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", ["", "0"])
+    assert pre_stop[0] in ("", "sleep")
+    assert pod["terminationGracePeriodSeconds"] > drain + float(pre_stop[1])
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_selectors_and_references_agree(variant: Variant) -> None:
+    deployment = one(variant, "Deployment")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= pod_labels.items()
+    for service in objects(variant, "Service"):
+        if service["metadata"]["name"].startswith(FULLNAME + "-redis"):
+            continue
+        assert service["spec"]["selector"] == selector
+    for pdb in objects(variant, "PodDisruptionBudget"):
+        assert pdb["spec"]["selector"]["matchLabels"] == selector
+    for hpa in objects(variant, "HorizontalPodAutoscaler"):
+        assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": FULLNAME}
+        assert "replicas" not in deployment["spec"], "the HPA owns the replica count"
+    service = one(variant, "Service")
+    ports = {p["name"]: p["port"] for p in service["spec"]["ports"]}
+    for monitor in objects(variant, "ServiceMonitor"):
+        assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+        assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
+    for route in objects(variant, "GRPCRoute"):
+        backends = [b for rule in route["spec"]["rules"] for b in rule["backendRefs"]]
+        assert backends == [{"name": FULLNAME, "port": ports["grpc"]}]
+    for ingress in objects(variant, "Ingress"):
+        assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/backend-protocol"] == "GRPC"
+        backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+        assert backend == {"name": FULLNAME, "port": {"name": "grpc"}}
+    for policy in objects(variant, "NetworkPolicy"):
+        assert policy["spec"]["podSelector"]["matchLabels"] == selector
+        container_ports = {p["name"] for p in server_container(variant)["ports"]}
+        assert {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]} == container_ports
+        peers = policy["spec"]["ingress"][0]["from"]
+        for job in objects(variant, "Job"):
+            job_labels = job["spec"]["template"]["metadata"]["labels"]
+            assert any(p.get("podSelector", {}).get("matchLabels", {None: None}).items() <= job_labels.items()
+                       for p in peers if "namespaceSelector" not in p), "the tournament may call the server"
+        egress_ports = {p["port"] for rule in policy["spec"]["egress"] for p in rule["ports"]}
+        assert 53 in egress_ports and 6379 in egress_ports
+    env = server_env(variant)
+    if env.get("GOSTOP_REDIS_URL", "").startswith(f"redis://{FULLNAME}-redis:"):
+        redis = one(variant, "Service", f"{FULLNAME}-redis")
+        statefulset = one(variant, "StatefulSet", f"{FULLNAME}-redis")
+        assert redis["spec"]["selector"].items() <= statefulset["spec"]["template"]["metadata"]["labels"].items()
+        assert [p["port"] for p in redis["spec"]["ports"]] == [6379]
+
+
+def test_tournament_job_calls_the_service() -> None:
+    from gostop.tools import tournament
+
+    job = one(ALL, "Job", f"{FULLNAME}-tournament-1")
+    assert job["spec"]["completionMode"] == "Indexed"
+    assert job["spec"]["completions"] == 8 and job["spec"]["parallelism"] == 4
+    pod = job["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    container = pod["containers"][0]
+    assert container["command"] == ["gostop"] and container["args"][0] == "tournament"
+    service = one(ALL, "Service")
+    grpc_port = next(p["port"] for p in service["spec"]["ports"] if p["name"] == "grpc")
+    env = {e["name"]: "from-secret" for e in container["env"]}
+    env["JOB_COMPLETION_INDEX"] = "3"
+    args = [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in container["args"][1:]]
+    parser = argparse.ArgumentParser()
+    tournament.add_arguments(parser)
+    parsed = parser.parse_args(args)  # the real command's flags
+    assert parsed.server == f"{service['metadata']['name']}.{NAMESPACE}.svc:{grpc_port}"
+    assert str(parsed.out) == "/results/shard-3"
+    assert parsed.seed == 423
+    assert parsed.api_key == parsed.operator_key == "from-secret"
+    assert parsed.bots == ("random", "greedy") and parsed.games == 50
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    claim = next(v for v in pod["volumes"] if v["name"] == mounts["/results"])["persistentVolumeClaim"]["claimName"]
+    one(ALL, "PersistentVolumeClaim", claim)
+    credentials = one(ALL, "Secret", f"{FULLNAME}-tournament")
+    assert set(credentials["data"]) == {"api-key", "operator-key"}
+
+
+# --- alerts ------------------------------------------------------------------------------------
+
+
+def exported_series() -> set[str]:
+    names = {"up"}
+    for family in Metrics().registry.collect():
+        if family.type == "counter":
+            names.add(family.name + "_total")
+        elif family.type == "histogram":
+            names |= {family.name + suffix for suffix in ("_bucket", "_count", "_sum")}
+        else:
+            names.add(family.name)
+    return names
+
+
+def test_alerts_are_valid_promql_over_exported_metrics() -> None:
+    rules = [r for g in one(ALL, "PrometheusRule")["spec"]["groups"] for r in g["rules"]]
+    alerts = {r["alert"] for r in rules}
+    expected = {"GostopHighErrorRatio", "GostopHighLatencyP99", "GostopVersionConflicts", "GostopStoreUnavailable"}
+    assert expected <= alerts
+    expressions = [r["expr"] for r in rules]
+    code = ("import json, sys, promql_parser\n"
+            "for e in json.load(sys.stdin): promql_parser.parse(e)\n")
+    result = run([tool(TOOLS_PYTHON), "-c", code], stdin=json.dumps(expressions))
+    assert result.returncode == 0, f"an alert is not valid PromQL: {result.stderr}"
+    exported = exported_series()
+    codes = {c.name for c in grpc.StatusCode}
+    for rule in rules:
+        if rule["alert"] == "GostopNoGamesCreated":  # all-on's additional rule
+            continue
+        expr = rule["expr"]
+        used = set(re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{", expr))
+        assert used and used <= exported, f"{rule['alert']}: {used - exported} is not exported by the server"
+        assert f'job="{FULLNAME}", namespace="{NAMESPACE}"' in expr, "the ServiceMonitor's job label"
+        for values in re.findall(r'grpc_code=~?"([^"]+)"', expr):
+            assert set(values.split("|")) <= codes, values
+        assert rule["labels"]["severity"] in ("critical", "warning")
+    server_source = (ROOT / "service" / "server.py").read_text()
+    assert '"unary"' in server_source, "the latency alert selects grpc_type=\"unary\""
+
+
+# --- the container image -----------------------------------------------------------------------
+
+
+@dataclass
+class Instruction:
+    keyword: str
+    value: str
+
+
+def dockerfile_stages() -> list[list[Instruction]]:
+    """The Dockerfile's instructions by stage (comments dropped, continuation lines joined)."""
+    stages: list[list[Instruction]] = []
+    logical = ""
+    for line in DOCKERFILE.read_text().splitlines():
+        if line.lstrip().startswith("#") or not line.strip():
+            continue
+        logical += line.rstrip().removesuffix("\\") + " " if line.rstrip().endswith("\\") else line
+        if line.rstrip().endswith("\\"):
+            continue
+        keyword, _, value = logical.strip().partition(" ")
+        logical = ""
+        instruction = Instruction(keyword.upper(), value.strip())
+        if instruction.keyword == "FROM":
+            stages.append([])
+        if stages:
+            stages[-1].append(instruction)
+    return stages
+
+
+def dockerfile_env(stage: list[Instruction]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for i in stage:
+        if i.keyword == "ENV":
+            env.update(dict(item.split("=", 1) for item in shlex.split(i.value)))
+    return env
+
+
+def dockerfile_user() -> tuple[int, int]:
+    users = [i.value for i in dockerfile_stages()[-1] if i.keyword == "USER"]
+    assert len(users) == 1
+    uid, _, gid = users[0].partition(":")
+    return int(uid), int(gid)
+
+
+def test_dockerfile_is_multi_stage_with_a_small_final_stage() -> None:
+    stages = dockerfile_stages()
+    assert len(stages) == 2
+    build, final = stages
+    assert build[0].value.endswith(" AS build") and final[0].value.endswith(" AS runtime")
+    match = re.search(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE.read_text(), re.MULTILINE)
+    assert match and match.group(1) == "python:3.11-slim"
+    assert build[0].value.startswith("${PYTHON_IMAGE} ") and final[0].value.startswith("${PYTHON_IMAGE} ")
+    # The build stage installs the project with its [server] extra, non-editable (the build generates
+    # the gRPC code: setup.py), with the pinned build tools installed before it.
+    runs = " ".join(i.value for i in build if i.keyword == "RUN")
+    assert "python -m venv /opt/venv" in runs
+    assert runs.index("grpcio-tools==") < runs.index("pip install --no-build-isolation './[server]'")
+    assert "pip install -e" not in runs and "--editable" not in runs
+    # The final stage: the venv and nothing else; no package installs, no compilers.
+    copies = [i.value for i in final if i.keyword in ("COPY", "ADD")]
+    assert copies == ["--from=build /opt/venv /opt/venv"]
+    final_runs = " ".join(i.value for i in final if i.keyword == "RUN")
+    for word in ("apt-get", "apk", "pip", "gcc", "g++", "make", "build-essential", "curl", "wget"):
+        assert not re.search(rf"(^|[\s;&|]){re.escape(word)}($|\s)", final_runs), f"{word} in the final stage"
+    assert re.search(r"useradd .*--uid 10001", final_runs)
+
+
+def test_dockerfile_runs_the_server_as_a_non_root_user() -> None:
+    final = dockerfile_stages()[-1]
+    uid, gid = dockerfile_user()
+    assert uid >= 1000 and gid >= 1000
+    keywords = [i.keyword for i in final]
+    assert keywords.count("USER") == 1 and "RUN" not in keywords[keywords.index("USER"):], "USER after the last RUN"
+    entrypoint = [json.loads(i.value) for i in final if i.keyword == "ENTRYPOINT"]
+    assert entrypoint == [["gostop", "serve"]], "exec form, so that SIGTERM reaches the server"
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["gostop"] == "gostop.tools.cli:main"
+    assert 'sub.add_parser("serve"' in (ROOT / "clients/python/gostop/tools/cli.py").read_text()
+    deployment = one(DEFAULT, "Deployment")["spec"]["template"]["spec"]
+    assert "command" not in deployment["containers"][0] and "args" not in deployment["containers"][0]
+
+
+def test_dockerfile_ports_and_settings_match_the_server() -> None:
+    final = dockerfile_stages()[-1]
+    env = dockerfile_env(final)
+    assert env["GOSTOP_LISTEN"] == "0.0.0.0:50051" and env["GOSTOP_METRICS_HOST"] == "0.0.0.0"
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1", "the read-only root filesystem takes no bytecode"
+    unknown = {k for k in env if k.startswith("GOSTOP_")} - set(SETTINGS)
+    assert not unknown
+    config = server_config.load(env=env)
+    listen_port = int(config.listen.rpartition(":")[2])
+    assert listen_port == int(SETTINGS["GOSTOP_LISTEN"].default.rpartition(":")[2])
+    assert config.metrics_port == SETTINGS["GOSTOP_METRICS_PORT"].default
+    exposed = {int(p) for i in final if i.keyword == "EXPOSE" for p in i.value.split()}
+    assert exposed == {listen_port, config.metrics_port}
+    chart = server_container(DEFAULT)
+    assert {p["containerPort"] for p in chart["ports"]} == exposed
+    healthchecks = [i.value for i in final if i.keyword == "HEALTHCHECK"]
+    assert len(healthchecks) == 1 and healthchecks[0].endswith('CMD ["gostop-healthcheck"]')
+
+
+def test_dockerignore_keeps_the_context_to_the_sources() -> None:
+    patterns = [p for p in (ROOT / ".dockerignore").read_text().splitlines() if p and not p.startswith("#")]
+    assert patterns[0] == "**", "everything is excluded first"
+    included = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
+    sources = {word.removeprefix("./").rstrip("/") for i in dockerfile_stages()[0] if i.keyword == "COPY"
+               for word in i.value.split()[:-1] if not word.startswith("--")}
+    assert {"pyproject.toml", "setup.py", "README.md", "proto", "engine", "service", "clients/python"} <= sources
+    for source in sources:
+        assert any(source == inc or source.startswith(inc + "/") for inc in included), f"{source} is not in the context"
+    assert "clients/python/gostop/v1/" in patterns, "the generated code is rebuilt in the image"
+
+
+def test_hadolint() -> None:
+    result = run([tool(HADOLINT), "--no-color", DOCKERFILE])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def healthcheck_script(tmp_path: Path) -> Path:
+    """The image's gostop-healthcheck, as the Dockerfile writes it (RUN printf '%s\\n' ...)."""
+    run_line = next(i.value for i in dockerfile_stages()[0] if i.keyword == "RUN" and "gostop-healthcheck" in i.value)
+    words = shlex.split(run_line)
+    lines = words[words.index("printf") + 2: words.index(">")]
+    assert lines[0] == "#!/opt/venv/bin/python"
+    script = tmp_path / "gostop-healthcheck"
+    script.write_text("\n".join(lines[1:]) + "\n")
+    return script
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+
+def start_server(tmp_path: Path, env: dict[str, str], wrapper: Sequence[str] = ()) -> Server:
+    """A server process configured by ``env`` (the chart's settings), on a free loopback port."""
+    port = free_port()
+    log = tmp_path / "server.log"
+    variables = {
+        "PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent", "TMPDIR": str(tmp_path),
+        "PYTHONDONTWRITEBYTECODE": "1", **env,
+        "GOSTOP_LISTEN": f"127.0.0.1:{port}", "GOSTOP_METRICS_HOST": "127.0.0.1",
+        "GOSTOP_METRICS_PORT": str(free_port()),
+    }
+    with log.open("wb") as out:
+        process = subprocess.Popen([*wrapper, sys.executable, "-m", "gostop", "serve"], cwd=tmp_path, env=variables,
+                                   stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+    server = Server(process, port, log)
+    deadline = time.monotonic() + 60
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while True:
+            try:
+                if stub.Check(health_pb2.HealthCheckRequest(service=SERVICE), timeout=1).status == 1:
+                    return server
+            except grpc.RpcError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise AssertionError(f"the server did not start:\n{log.read_text()}")
+            time.sleep(0.2)
+
+
+def stop_server(server: Server) -> int:
+    """SIGTERM to the server (not to a wrapper such as strace, which would detach); its exit code."""
+    pid = server.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists() and children.read_text().split():
+        pid = int(children.read_text().split()[0])
+    os.kill(pid, signal.SIGTERM)
+    try:
+        return server.process.wait(timeout=60)
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
+
+
+@pytest.fixture
+def chart_env() -> dict[str, str]:
+    """The default chart's settings (start_server replaces the addresses with free loopback ports)."""
+    return server_env(DEFAULT)
+
+
+def test_image_healthcheck_probes_a_real_server(tmp_path: Path, chart_env: dict[str, str]) -> None:
+    script = healthcheck_script(tmp_path)
+    server = start_server(tmp_path, chart_env)
+    probe_env = {**os.environ, "GOSTOP_LISTEN": f"0.0.0.0:{server.port}"}
+    try:
+        for args in ([], [SERVICE], [""]):
+            result = subprocess.run([sys.executable, str(script), *args], env=probe_env, capture_output=True,
+                                    text=True, timeout=30, check=False)
+            assert result.returncode == 0 and result.stdout.strip() == "SERVING", result.stderr
+        unknown = subprocess.run([sys.executable, str(script), "no.such.Service"], env=probe_env,
+                                 capture_output=True, text=True, timeout=30, check=False)
+        assert unknown.returncode == 1 and "NOT_FOUND" in unknown.stderr
+    finally:
+        assert stop_server(server) == 0
+    down = subprocess.run([sys.executable, str(script)], env=probe_env, capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert down.returncode == 1 and "UNAVAILABLE" in down.stderr
+
+
+WRITE_FLAGS = re.compile(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC")
+PATH_CALL = re.compile(r'^\d+\s+(\w+)\((?:AT_FDCWD|\d+), "([^"]*)"(.*)$')
+WRITE_CALLS = {"mkdir", "mkdirat", "rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir", "link",
+               "linkat", "symlink", "symlinkat", "truncate", "chmod", "fchmodat", "chown", "fchownat", "creat"}
+
+
+def test_server_writes_nothing_outside_tmp(tmp_path: Path, chart_env: dict[str, str]) -> None:
+    """What readOnlyRootFilesystem needs: the server, under strace, opens nothing for writing but /tmp."""
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.fail("strace is missing: run `make helm-tools` (it installs the Debian package)")
+    trace = tmp_path / "strace.txt"
+    work = tmp_path / "work"
+    work.mkdir()
+    server = start_server(work, chart_env, [strace, "-f", "-qq", "-o", str(trace), "-e", "signal=none",
+                                            "-e", "trace=%file"])
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            create = channel.unary_unary(f"/{SERVICE}/CreateGame", pb.CreateGameRequest.SerializeToString,
+                                         pb.CreateGameResponse.FromString)
+            get = channel.unary_unary(f"/{SERVICE}/GetGame", pb.GetGameRequest.SerializeToString,
+                                      pb.GetGameResponse.FromString)
+            created = create(pb.CreateGameRequest(preset="standard", players=2, seed=7), timeout=30)
+            assert get(pb.GetGameRequest(game_id=created.game_id), timeout=30).version == 1
+    finally:
+        assert stop_server(server) == 0
+    calls, written = written_paths(trace)
+    assert calls > 100, "strace saw the server's file calls"
+    outside = {p for p in written if not p.startswith(("/tmp/", "/dev/", "/proc/")) and p != "/tmp"}
+    assert not outside, f"the server writes outside /tmp (readOnlyRootFilesystem would break it): {sorted(outside)}"
+    # The detector itself: a process that creates a file is caught.
+    control = tmp_path / "control.txt"
+    subprocess.run([strace, "-f", "-qq", "-o", str(control), "-e", "trace=%file", sys.executable, "-c",
+                    f"open({str(tmp_path / 'made')!r}, 'w').close()"], check=True, timeout=60)
+    assert str(tmp_path / "made") in written_paths(control)[1]
+
+
+def written_paths(trace: Path) -> tuple[int, set[str]]:
+    """From an strace -e trace=%file log: how many path calls it shows, and the paths written to."""
+    calls = 0
+    written: set[str] = set()
+    for line in trace.read_text().splitlines():
+        match = PATH_CALL.match(line)
+        if not match:
+            continue
+        calls += 1
+        call, path, rest = match.groups()
+        if (call in ("open", "openat") and WRITE_FLAGS.search(rest)) or call in WRITE_CALLS:
+            written.add(path)
+    return calls, written
+
+
+def iter_values(values: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value and key not in ("annotations", "labels", "podAnnotations", "podLabels",
+                                                              "nodeSelector", "affinity", "behavior", "requests",
+                                                              "limits", "namespaceSelector", "podSelector"):
+            yield from iter_values(value, path + ".")
+        else:
+            yield path
+
+
+def test_chart_readme_documents_every_value() -> None:
+    result = run([tool(TOOLS_PYTHON), "-c", "import json, sys, yaml; json.dump(yaml.safe_load(sys.stdin), sys.stdout)"],
+                 stdin=(CHART / "values.yaml").read_text())
+    values: dict[str, Any] = json.loads(result.stdout)
+    readme = (CHART / "README.md").read_text()
+    documented = set(re.findall(r"^\| `([^`]+)` \|", readme, re.MULTILINE))
+    missing = [v for v in iter_values(values) if v not in documented and not any(
+        v.startswith(d + ".") for d in documented)]
+    assert not missing, f"values missing from helm/gostop/README.md: {missing}"
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert set(schema["properties"]) - {"global"} == set(values), "values.schema.json covers every top-level value"
