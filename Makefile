@@ -112,7 +112,7 @@ typecheck: $(PB)
 # one test that deep-copies states: compiled frozen dataclasses cannot be copied or pickled),
 # make bench-native the engine benchmark (ARGS go to bench/engine.py).
 NATIVE := build/native
-NATIVE_MODULES := cards events game rng scoring settlement state
+NATIVE_MODULES := cards events game rng scoring settlement state working dealing legality turns settle
 NATIVE_PY := PYTHONPATH=$(NATIVE):. $(PY) -P
 # (A change of the module list rebuilds, as does a change of any engine module.)
 NATIVE_STAMP := $(NATIVE)/.built-$(shell echo '$(NATIVE_MODULES)' | cksum | cut -d' ' -f1)

@@ -12,11 +12,13 @@ from dataclasses import dataclass, replace
 from .actions import Action
 from .cards import HIDDEN, MONTH
 from .events import BonusCaptured, Dealt, Event
-from .game import _choice_cards, legal_actions, seat_score, shake_bomb_count
+from .legality import choice_cards, legal_actions
 from .rules import Rules
 from .scoring import Score
+from .settle import shake_bomb_count
 from .settlement import Payment, Settlement
 from .state import NO_STACK, Phase, PlayRecord, State, TurnContext
+from .working import seat_score
 
 SPECTATOR = -1
 
@@ -139,7 +141,7 @@ def view(state: State, seat: int = SPECTATOR) -> View:
         played = ctx.card if ctx is not None and state.phase is Phase.CHOOSE_HAND else -1
         flipped = ctx.flipped if ctx is not None and state.phase is Phase.CHOOSE_FLIP else -1
         options = (
-            tuple(_choice_cards(state))
+            tuple(choice_cards(state))
             if state.phase in (Phase.CHOOSE_HAND, Phase.CHOOSE_FLIP)
             else ()
         )

@@ -1,0 +1,353 @@
+"""The mutable working copy of a round: what ``apply`` and ``Playout`` change in place between two
+frozen states, and the card masks and scores it keeps current.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import fields
+from operator import attrgetter
+from typing import Any
+
+from .cards import MONTH_CARDS, mask_of
+from .events import (
+    Captured,
+    Event,
+    InstantPaid,
+    ScoreChanged,
+)
+from .rules import Rules
+from .scoring import Score, mask_score, mask_total
+from .settlement import Payment, Settlement
+from .state import NO_STACK, Phase, PlayRecord, SeatState, State, TurnContext
+
+EMPTY_SCORE = Score()
+
+
+# ---------------------------------------------------------------------- card masks
+
+_MONTH_BITS = mask_of(range(MONTH_CARDS))
+_PAIR_LOW = sum(0b0101 << (4 * i) for i in range(12))
+"""Bits 0 and 2 of each month's four bits."""
+_NIBBLE_LOW = sum(1 << (4 * i) for i in range(12))
+"""Bit 0 of each month's four bits."""
+
+
+def holds_three_of_a_month(cards: Sequence[int]) -> bool:
+    """Some month has three or four cards among ``cards`` (흔들기 and 폭탄 are possible).
+
+    On the card mask, where each month is four adjacent bits: a month has three of its
+    cards iff one of its bit pairs is full and the other is not empty.
+    """
+    mask = mask_of(cards) & _MONTH_BITS
+    full = mask & (mask >> 1) & _PAIR_LOW
+    some = (mask | (mask >> 1)) & _PAIR_LOW
+    return bool(((full & (some >> 2)) | ((full >> 2) & some)) & _NIBBLE_LOW)
+
+
+def four_of_a_month(cards: Sequence[int]) -> int:
+    """The first month all four cards of which are among ``cards`` (0: none)."""
+    mask = mask_of(cards) & _MONTH_BITS
+    full = mask & (mask >> 1) & (mask >> 2) & (mask >> 3) & _NIBBLE_LOW
+    return (full & -full).bit_length() // 4 + 1 if full else 0
+
+
+def report_scores(w: Work, before: Sequence[Score]) -> None:
+    for i, b in enumerate(before):
+        report_score(w, i, b)
+
+
+def report_score(w: Work, seat: int, before: Score) -> None:
+    """A ``ScoreChanged`` event if ``seat``'s score differs from ``before``."""
+    if w.quiet:
+        return
+    now = w.score(seat)
+    if now != before:
+        w.emit(ScoreChanged, seat, now, now.total)
+
+
+# ------------------------------------------------------------------ working copy
+
+
+_TURN_ORDER = tuple(tuple(tuple((d + i) % n for i in range(n)) for d in range(n)) for n in range(5))
+"""``_TURN_ORDER[n][dealer]``: the n seats in turn order from the dealer."""
+_SEAT_FIELDS = tuple(f.name for f in fields(SeatState))
+_TURN_FIELDS = tuple(f.name for f in fields(TurnContext))
+
+
+class _Seat:
+    """Mutable twin of ``SeatState`` for the seats a step changes."""
+
+    __slots__ = _SEAT_FIELDS
+    hand: tuple[int, ...]
+    captured: tuple[int, ...]
+    revealed: tuple[int, ...]
+    shakes: tuple[int, ...]
+    bombs: tuple[int, ...]
+    spare_flips: int
+    gos: int
+    last_go_base: int
+    last_go_order: int
+    turns: int
+    ppeok_turns: tuple[int, ...]
+    dry_turns: int
+    sseul: int
+    active: bool
+
+    def __init__(self, s: SeatState) -> None:
+        self.hand, self.captured, self.revealed, self.shakes = s.hand, s.captured, s.revealed, s.shakes
+        self.bombs, self.spare_flips, self.gos = s.bombs, s.spare_flips, s.gos
+        self.last_go_base = s.last_go_base
+        self.last_go_order, self.turns, self.ppeok_turns = s.last_go_order, s.turns, s.ppeok_turns
+        self.dry_turns, self.sseul, self.active = s.dry_turns, s.sseul, s.active
+
+    def freeze(self) -> SeatState:
+        return SeatState(
+            self.hand, self.captured, self.revealed, self.shakes, self.bombs, self.spare_flips,
+            self.gos, self.last_go_base, self.last_go_order, self.turns, self.ppeok_turns,
+            self.dry_turns, self.sseul, self.active,
+        )
+
+
+class Turn:
+    """Mutable twin of ``TurnContext`` while a turn runs inside one step."""
+
+    __slots__ = _TURN_FIELDS
+    seat: int
+    kind: str
+    card: int
+    month: int
+    last: bool
+    before: Score
+    matched: int
+    held: tuple[int, ...]
+    flipped: int
+    taken: tuple[int, ...]
+    steals: tuple[str, ...]
+    ppeok: bool
+    ttadak: bool
+
+    def __init__(self, seat: int, kind: str, card: int, month: int, last: bool, before: Score) -> None:
+        self.seat, self.kind, self.card, self.month = seat, kind, card, month
+        self.last, self.before = last, before
+        self.matched, self.held, self.flipped, self.taken, self.steals = 0, (), -1, (), ()
+        self.ppeok = self.ttadak = False
+
+    @staticmethod
+    def thaw(t: TurnContext) -> Turn:
+        ctx = Turn(t.seat, t.kind, t.card, t.month, t.last, t.before)
+        ctx.matched, ctx.held, ctx.flipped, ctx.taken = t.matched, t.held, t.flipped, t.taken
+        ctx.steals, ctx.ppeok, ctx.ttadak = t.steals, t.ppeok, t.ttadak
+        return ctx
+
+    def freeze(self) -> TurnContext:
+        return TurnContext(*_turn_values(self))
+
+
+_turn_values = attrgetter(*_TURN_FIELDS)
+"""The fields of a ``TurnContext`` (or a ``Turn``) as a tuple, in declaration order."""
+assert _TURN_FIELDS == (
+    "seat", "kind", "card", "month", "last", "before", "matched", "held", "flipped", "taken", "steals",
+    "ppeok", "ttadak",
+), "Turn.freeze passes TurnContext's fields in order"
+
+
+class Work:
+    """A mutable working copy of a state for the duration of one step."""
+
+    __slots__ = (
+        "_order",
+        "_scores",
+        "carry",
+        "dealer",
+        "events",
+        "floor",
+        "go_seq",
+        "gukjin",
+        "payments",
+        "phase",
+        "plays",
+        "quiet",
+        "rules",
+        "seats",
+        "seed",
+        "settlement",
+        "stacks",
+        "stock",
+        "to_move",
+        "turn",
+    )
+    rules: Rules
+    seed: int
+    dealer: int
+    phase: Phase
+    to_move: int
+    seats: list[SeatState | _Seat]
+    floor: list[int]
+    stacks: list[int]
+    stock: list[int]
+    gukjin: str
+    turn: TurnContext | None
+    go_seq: int
+    payments: list[Payment]
+    carry: bool
+    settlement: Settlement | None
+    plays: list[PlayRecord]
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.quiet = False
+        self._scores: dict[int, Score] = {}
+        self._order: tuple[int, ...] | None = None
+
+    def emit(self, kind: Callable[..., Event], *args: Any) -> None:
+        """Record an event (not even built when the copy is ``quiet``: playouts)."""
+        if not self.quiet:
+            self.events.append(kind(*args))
+
+    @classmethod
+    def of(cls, s: State) -> Work:
+        w = cls()
+        w.rules, w.seed, w.dealer, w.phase, w.to_move = s.rules, s.seed, s.dealer, s.phase, s.to_move
+        w.seats, w.floor, w.stacks, w.stock = list(s.seats), list(s.floor), list(s.stacks), list(s.stock)
+        w.gukjin, w.turn, w.go_seq, w.payments = s.gukjin, s.turn, s.go_seq, list(s.payments)
+        w.carry, w.settlement, w.plays = s.carry, s.settlement, list(s.plays)
+        return w
+
+    @classmethod
+    def fresh(
+        cls, rules: Rules, seed: int, dealer: int, hands: list[list[int]], floor: list[int],
+        stock: list[int], carry: bool,
+    ) -> Work:
+        w = cls()
+        w.rules, w.seed, w.dealer, w.phase, w.to_move = rules, seed, dealer, Phase.PLAY, dealer
+        w.seats = [SeatState(hand=tuple(sorted(h))) for h in hands]
+        w.floor, w.stacks, w.stock = floor, [NO_STACK] * 13, stock
+        w.gukjin, w.turn, w.go_seq, w.payments = "open", None, 0, []
+        w.carry, w.settlement, w.plays = carry, None, []
+        return w
+
+    def freeze(self, steps: int) -> State:
+        return State(
+            rules=self.rules, seed=self.seed, dealer=self.dealer, phase=self.phase,
+            to_move=self.to_move,
+            seats=tuple([s.freeze() if isinstance(s, _Seat) else s for s in self.seats]),
+            floor=tuple(self.floor), stacks=tuple(self.stacks), stock=tuple(self.stock),
+            gukjin=self.gukjin, turn=self.turn, go_seq=self.go_seq, payments=tuple(self.payments),
+            carry=self.carry, settlement=self.settlement, steps=steps, plays=tuple(self.plays),
+        )
+
+    def upd(self, seat: int, **changes: object) -> None:
+        s = self.seats[seat]
+        if not isinstance(s, _Seat):
+            s = self.seats[seat] = _Seat(s)
+        for name, value in changes.items():
+            setattr(s, name, value)
+        if "captured" in changes or "sseul" in changes:
+            self._scores.pop(seat, None)
+        if "active" in changes:
+            self._order = None
+
+    def mut(self, seat: int) -> _Seat:
+        """The seat as a mutable record (callers changing ``captured`` use ``take``)."""
+        s = self.seats[seat]
+        if type(s) is _Seat:
+            return s
+        m = self.seats[seat] = _Seat(s)  # type: ignore[arg-type]
+        return m
+
+    def take(self, seat: int, cards: tuple[int, ...]) -> None:
+        m = self.mut(seat)
+        m.captured += cards
+        self._scores.pop(seat, None)
+
+    def capture(self, ctx: Turn, cards: tuple[int, ...], event: bool = True) -> None:
+        seat = ctx.seat
+        m = self.mut(seat)
+        m.captured += cards
+        self._scores.pop(seat, None)
+        if event and not self.quiet:
+            self.events.append(Captured(seat, cards))
+        ctx.taken += cards
+
+    def pay(self, payment: Payment) -> None:
+        self.payments.append(payment)
+        self.emit(InstantPaid, payment)
+
+    def score(self, seat: int) -> Score:
+        cached = self._scores.get(seat)
+        if cached is None:
+            s = self.seats[seat]
+            cached = pile_score(s.captured, self.gukjin == "converted", s.sseul)
+            self._scores[seat] = cached
+        return cached
+
+    def base(self, seat: int) -> int:
+        """The seat's base score (``score(seat).total``), without building a ``Score``."""
+        cached = self._scores.get(seat)
+        if cached is not None:
+            return cached.total
+        s = self.seats[seat]
+        return mask_total(mask_of(s.captured), self.gukjin == "converted", s.sseul)
+
+    def order(self) -> tuple[int, ...]:
+        if self._order is None:
+            seats = self.seats
+            turns = _TURN_ORDER[len(seats)][self.dealer]
+            self._order = tuple([s for s in turns if seats[s].active])
+        return self._order
+
+    def has_turn_left(self, seat: int) -> bool:
+        s = self.seats[seat]
+        return s.active and (bool(s.hand) or (s.spare_flips > 0 and bool(self.stock)))
+
+
+_SCORE_MEMO: dict[tuple[tuple[int, ...], bool, int], Score] = {}
+_SCORE_MEMO_LIMIT = 1 << 14
+
+
+def pile_score(captured: tuple[int, ...], converted: bool, sseul: int) -> Score:
+    """``scoring.score`` memoized: piles recur from step to step (a pure cache, bounded)."""
+    key = (captured, converted, sseul)
+    hit = _SCORE_MEMO.get(key)
+    if hit is None:
+        if len(_SCORE_MEMO) >= _SCORE_MEMO_LIMIT:
+            _SCORE_MEMO.clear()
+        hit = _SCORE_MEMO[key] = mask_score(mask_of(captured), converted, sseul)
+    return hit
+
+
+def seat_score(state: State, seat: int) -> Score:
+    """A seat's base score, recomputed from its pile."""
+    s = state.seats[seat]
+    return pile_score(s.captured, state.gukjin == "converted", s.sseul)
+
+
+def card_places(state: State) -> dict[int, str]:
+    """Where every card is (``hand:N``, ``pile:N``, ``floor``, ``stock``, ``turn``).
+
+    Raises ``AssertionError`` if a card is in two places or missing: the invariant
+    that property tests check after every step.
+    """
+    places: dict[int, str] = {}
+
+    def put(cards: Sequence[int], where: str) -> None:
+        for c in cards:
+            assert c not in places, f"card {c} is both in {places[c]} and {where}"
+            places[c] = where
+
+    for i, s in enumerate(state.seats):
+        put(s.hand, f"hand:{i}")
+        put(s.captured, f"pile:{i}")
+    put(state.floor, "floor")
+    put(state.stock, "stock")
+    ctx = state.turn
+    if ctx is not None:
+        if state.phase is Phase.CHOOSE_HAND:
+            put((ctx.card,), "turn")
+        put(ctx.held, "turn")
+        if state.phase is Phase.CHOOSE_FLIP:
+            put((ctx.flipped,), "turn")
+    expected = set(range(state.rules.deck_size))
+    assert set(places) == expected, f"cards missing: {sorted(expected - set(places))}"
+    return places
