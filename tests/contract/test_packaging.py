@@ -74,6 +74,12 @@ def test_the_wheel_is_one_namespace_with_its_generated_code(wheel: Path) -> None
                    "gostop/service/server.py", "gostop/client/client.py", "gostop/bots/mcts.py",
                    "gostop/tools/cli.py", "gostop/py.typed"):
         assert module in names, f"{module} is not in the wheel"
+    package = ROOT / "clients/python/gostop"
+    sources = {f"gostop/{path.relative_to(package)}" for path in package.rglob("*.py")
+               if "__pycache__" not in path.parts and path.relative_to(package).parts[0] != "v1"}
+    sources |= {f"gostop/{name}/{path.relative_to(ROOT / name)}" for name in ("engine", "service")
+                for path in (ROOT / name).rglob("*.py")}
+    assert sorted(sources - set(names)) == [], "modules missing from the wheel (pyproject.toml's packages)"
     grpc_module = zipfile.ZipFile(wheel).read("gostop/v1/game_pb2_grpc.py").decode()
     assert "from gostop.v1 import game_pb2" in grpc_module, "generated as the proto package implies"
     info = wheel.name.split("-py3")[0] + ".dist-info"

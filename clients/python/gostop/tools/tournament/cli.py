@@ -1,0 +1,110 @@
+"""``gostop tournament``: the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gostop.bots.arena import wilson as wilson
+from gostop.client import PermissionDenied, Unauthenticated
+
+from .plan import RESULTS
+from .report import format_report, write_report
+from .run import Options, _say, run_tournament
+
+# --------------------------------------------------------------------------- command line
+
+
+def _names(text: str) -> tuple[str, ...]:
+    out = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    if not out:
+        raise argparse.ArgumentTypeError("empty list")
+    return out
+
+
+def _counts(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(dict.fromkeys(int(t) for t in text.split(",") if t.strip()))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
+    if not out or any(n not in (2, 3, 4) for n in out):
+        raise argparse.ArgumentTypeError("player counts are 2, 3 or 4")
+    return out
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``gostop tournament`` flags."""
+    parser.add_argument("--bots", type=_names, default=("random", "greedy"),
+                        help="comma-separated bot names (random, greedy, mcts); default random,greedy")
+    parser.add_argument("--presets", type=_names, default=("standard",), help="comma-separated presets")
+    parser.add_argument("--players", type=_counts, default=(2,), help="comma-separated table sizes, e.g. 2,3")
+    parser.add_argument("--games", type=int, default=100, help="deals per matchup (each played in every rotation)")
+    parser.add_argument("--parallel", type=int, default=8, help="games played at once")
+    parser.add_argument("--server", default="", help="HOST:PORT of a game server (default: an in-process server)")
+    parser.add_argument("--api-key", default="", help="API key for CreateGame (when the server requires one)")
+    parser.add_argument("--operator-key", default="", help="operator key (explicit deals)")
+    parser.add_argument("--tls", action="store_true", help="connect to --server over TLS")
+    parser.add_argument("--out", type=Path, default=Path("tournament"), help="directory for results and report")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the deals")
+    parser.add_argument("--mcts-millis", type=float, default=None,
+                        help="mcts budget per decision (ms of CPU time)")
+    parser.add_argument("--workers", type=int, default=0, help="processes for mcts decisions (0: one per CPU)")
+    parser.add_argument("--max-games", type=int, default=0,
+                        help="stop after this many new games (a later run resumes); 0: play all")
+    parser.add_argument("--report-only", action="store_true", help="only re-render the report from results.jsonl")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run ``gostop tournament`` from parsed arguments; the exit code."""
+    out: Path = args.out
+    if args.report_only:
+        if not (out / RESULTS).exists():
+            _say(f"no {RESULTS} in {out}")
+            return 2
+        print(format_report(write_report(out)))
+        return 0
+    from gostop.bots import BOT_NAMES
+
+    unknown = [b for b in args.bots if b not in BOT_NAMES]
+    if unknown:
+        _say(f"unknown bot(s) {', '.join(unknown)}; known: {', '.join(BOT_NAMES)}")
+        return 2
+    if args.games < 1 or args.parallel < 1:
+        _say("--games and --parallel must be at least 1")
+        return 2
+    if not args.server:
+        # The in-process server logs every call at info level: keep only its problems.
+        from gostop.service.logs import configure
+
+        configure("auto", "warning")
+    options = Options(
+        bots=args.bots, presets=args.presets, players=args.players, games=args.games, out=out,
+        parallel=args.parallel, seed=args.seed, server=args.server, api_key=args.api_key,
+        operator_key=args.operator_key, tls=args.tls, mcts_millis=args.mcts_millis, workers=args.workers,
+        max_games=args.max_games,
+    )
+    try:
+        summary = asyncio.run(run_tournament(options, progress=not args.no_progress))
+    except (Unauthenticated, PermissionDenied, ValueError) as error:
+        _say(f"gostop tournament: {error}")
+        return 2
+    assert summary.report is not None
+    print(format_report(summary.report))
+    print(f"\n{summary.played} games played, {summary.skipped} already done, {summary.failed} failed, "
+          f"of {summary.planned}; {summary.wall_seconds:.1f} s; results and report in {out}")
+    return 1 if summary.failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gostop tournament", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

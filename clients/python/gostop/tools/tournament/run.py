@@ -1,0 +1,372 @@
+"""Running a tournament: the players (in-line or a process pool), one game through the service, and
+the resumable run that appends every game's record to the results file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from gostop.bots.arena import wilson as wilson
+from gostop.bots.schedule import derive_seed
+from gostop.client import AsyncGostopClient, GostopError, PermissionDenied, StaleVersion, Unauthenticated
+from gostop.engine import Rules, action_id
+from gostop.v1 import game_pb2 as pb
+from gostop.wire.convert import deal_to_pb, rules_from_pb, view_from_pb
+
+from .plan import HEAVY_BOTS, MAX_ACTIONS, RESULTS, SETTINGS_JSON, GameSpec, load_results, make_deal, plan
+from .report import write_report
+
+# -------------------------------------------------------------------------------- the bots
+
+
+def _bot_options(name: str, mcts_millis: float | None) -> dict[str, Any]:
+    # CPU time, not wall-clock: the pool's processes share the machine with each other and the
+    # event loop, and a bot's strength should not depend on how loaded the machine is.
+    return {"cpu_millis": mcts_millis} if name == "mcts" and mcts_millis is not None else {}
+
+
+def _choose_id(name: str, options: Mapping[str, Any], seed: int, view_blob: bytes) -> int:
+    """One decision of a freshly built bot (the process-pool task): the chosen legal-action id."""
+    from gostop.bots import make_bot
+
+    msg = pb.GameView()
+    msg.ParseFromString(view_blob)
+    view = view_from_pb(msg)
+    return action_id(make_bot(name, seed=seed, **options).choose(view, view.legal_actions))
+
+
+def _warm_up() -> None:
+    """Start a pool process and import the bots before the clock of the first decision runs."""
+    import gostop.bots  # noqa: F401
+
+
+class Player(Protocol):
+    """Picks the action of one seat of one game."""
+
+    name: str
+    decisions: int
+    seconds: float
+
+    async def choose(self, view: pb.GameView) -> int: ...
+
+
+class InlinePlayer:
+    """A cheap bot, kept for the whole game and run on the event loop."""
+
+    def __init__(self, name: str, seed: int, options: Mapping[str, Any]) -> None:
+        from gostop.bots import make_bot
+
+        self.name = name
+        self.bot = make_bot(name, seed=seed, **options)
+        self.decisions = 0
+        self.seconds = 0.0
+
+    async def choose(self, view: pb.GameView) -> int:
+        start = time.perf_counter()
+        engine_view = view_from_pb(view)
+        chosen = action_id(self.bot.choose(engine_view, engine_view.legal_actions))
+        self.decisions += 1
+        self.seconds += time.perf_counter() - start
+        return chosen
+
+
+class PoolPlayer:
+    """A CPU-heavy bot: each decision is a task of the process pool (a bot built per decision, seeded
+    from the seat's seed and the game version, so the game stays reproducible)."""
+
+    def __init__(self, name: str, seed: int, options: Mapping[str, Any], pool: concurrent.futures.Executor) -> None:
+        self.name = name
+        self.seed = seed
+        self.options = dict(options)
+        self.pool = pool
+        self.decisions = 0
+        self.seconds = 0.0
+
+    async def choose(self, view: pb.GameView) -> int:
+        start = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        chosen = await loop.run_in_executor(
+            self.pool, _choose_id, self.name, self.options, derive_seed(self.seed, view.version),
+            view.SerializeToString())
+        self.decisions += 1
+        self.seconds += time.perf_counter() - start
+        return chosen
+
+
+# ------------------------------------------------------------------------------- the service
+
+
+class GameFailed(RuntimeError):
+    """A game could not be played to its end."""
+
+
+async def list_tables(client: AsyncGostopClient) -> dict[tuple[str, int], Rules]:
+    """Every (preset, players) the server offers, with its rules."""
+    return {(rs.preset, rs.players): rules_from_pb(rs.rules) for rs in await client.list_rule_sets()}
+
+
+async def play_game(
+    client: AsyncGostopClient, spec: GameSpec, deal: pb.Deal | None, players: Sequence[Player],
+) -> dict[str, Any]:
+    """Create the game of ``spec`` (with the explicit ``deal``, or from the deal seed when there is
+    none) and play every seat through the API, each with its own token, to the end of the round;
+    the game's record."""
+    start = time.perf_counter()
+    game = await client.create_game(spec.preset, spec.players, seed=spec.deal_seed, rounds=1, deal=deal)
+    try:
+        assert game.view is not None
+        current: pb.GameView = game.view  # the spectator's view
+        version = game.version
+        actions = conflicts = 0
+        while current.phase != pb.PHASE_OVER:
+            seat = current.to_move
+            if current.viewer != seat:  # the seat to move reads its own view, with its legal actions
+                current = await client.get_game(game, seat)
+                version = current.version
+                continue
+            if not current.legal_actions:
+                raise GameFailed(f"game {game.id}: seat {seat} is to move without legal actions")
+            if actions >= MAX_ACTIONS:
+                raise GameFailed(f"game {game.id}: no end after {actions} actions")
+            chosen = await players[seat].choose(current)
+            if chosen not in {a.id for a in current.legal_actions}:
+                raise GameFailed(f"game {game.id}: bot {players[seat].name} chose an illegal action {chosen}")
+            try:
+                result = await client.submit_action(game, seat, chosen, expected_version=version,
+                                                    request_id=f"s{seat}-v{version}")
+            except StaleVersion:
+                conflicts += 1  # the game moved on without us: re-read it and decide again
+                current = await client.get_game(game, seat)
+                version = current.version
+                continue
+            actions += 1
+            current, version = result.view, result.version
+        if not current.HasField("settlement"):
+            current = await client.get_game(game)
+    finally:
+        client.games.pop(game.id, None)  # the client need not remember finished games
+    settlement = current.settlement
+    winner = settlement.winner
+    return {
+        "key": spec.key, "matchup": spec.matchup, "preset": spec.preset, "players": spec.players,
+        "lineup": list(spec.lineup), "deal_index": spec.deal_index, "deal_seed": spec.deal_seed,
+        "rotation": spec.rotation, "seats": list(spec.seats), "explicit_deal": deal is not None,
+        "outcome": settlement.outcome, "reason": settlement.reason, "winner": winner,
+        "winner_bot": spec.seats[winner] if winner >= 0 else None, "points": list(settlement.points),
+        "game_id": game.id, "version": version, "actions": actions, "conflicts": conflicts,
+        "decisions": [p.decisions for p in players], "decide_ms": [round(1000 * p.seconds, 3) for p in players],
+        "seconds": round(time.perf_counter() - start, 4),
+    }
+
+
+# -------------------------------------------------------------------------------- the run
+
+
+@dataclass(frozen=True)
+class Options:
+    bots: tuple[str, ...]
+    presets: tuple[str, ...]
+    players: tuple[int, ...]
+    games: int
+    out: Path
+    parallel: int = 8
+    seed: int = 0
+    server: str = ""
+    api_key: str = ""
+    operator_key: str = ""
+    tls: bool = False
+    mcts_millis: float | None = None
+    workers: int = 0
+    """Processes of the pool for CPU-heavy bots (0: one per CPU)."""
+    max_games: int = 0
+    """Play at most this many new games in this run (0: all); the rest is left for a later run."""
+
+
+@dataclass
+class RunSummary:
+    planned: int
+    skipped: int
+    """Already in results.jsonl when the run began."""
+    played: int
+    failed: int
+    created: int
+    """Games created (CreateGame calls) by this run."""
+    wall_seconds: float
+    report: dict[str, Any] | None = None
+
+
+class ResultWriter:
+    """Appends one JSON line per finished game, flushed at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = path.open("a", encoding="utf-8")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        self.file.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+@dataclass
+class _Running:
+    """The in-process server of a run without ``--server``."""
+
+    server: Any
+    operator_key: str
+
+
+async def _start_local_server() -> _Running:
+    from gostop.service.embedded import local_config, operator_key_of
+    from gostop.service.server import Server
+
+    config = local_config()
+    server = Server(config)
+    await server.start()
+    return _Running(server, operator_key_of(config))
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+async def run_tournament(
+    options: Options, *, progress: bool = True, client: AsyncGostopClient | None = None,
+) -> RunSummary:
+    """Play every game of the tournament not yet in ``results.jsonl``, then write the report.
+
+    ``client`` (tests) replaces the connection the options describe (its operator key, if any,
+    makes the deals explicit)."""
+    started = time.perf_counter()
+    options.out.mkdir(parents=True, exist_ok=True)
+    results_path = options.out / RESULTS
+    done = {r["key"] for r in load_results(results_path)}
+    (options.out / SETTINGS_JSON).write_text(json.dumps(_settings(options), indent=2) + "\n")
+    local: _Running | None = None
+    own_client = client is None
+    if client is None:
+        if options.server:
+            client = AsyncGostopClient(options.server, tls=options.tls, api_key=options.api_key or None,
+                                       operator_key=options.operator_key or None)
+        else:
+            local = await _start_local_server()
+            client = AsyncGostopClient(f"127.0.0.1:{local.server.port}", operator_key=local.operator_key)
+    explicit = bool(client.operator_key)
+    created = played = failed = 0
+    specs: list[GameSpec] = []
+    skipped = 0
+    pool: concurrent.futures.ProcessPoolExecutor | None = None
+    writer: ResultWriter | None = None
+    bar: Any = None
+    try:
+        offered = await list_tables(client)
+        tables = []
+        for preset in options.presets:
+            for players in options.players:
+                if (preset, players) in offered:
+                    tables.append((preset, players))
+                else:
+                    _say(f"skipping {preset} with {players} players: the server does not offer it")
+        if not tables:
+            raise ValueError("no preset is offered at the requested player counts")
+        specs = plan(options.bots, tables, options.games, options.seed)
+        todo = [s for s in specs if s.key not in done]
+        skipped = len(specs) - len(todo)
+        if options.max_games:
+            todo = todo[:options.max_games]
+        if not explicit:
+            _say("no operator key: the server deals every game from its own random seed, so the deals are "
+                 "not duplicated across rotations (pass --operator-key for duplicate deals)")
+        if todo and any(b in HEAVY_BOTS for b in options.bots):
+            workers = options.workers or os.cpu_count() or 1
+            # spawn, not fork: the parent already runs gRPC threads.
+            pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(pool, _warm_up) for _ in range(workers)))
+        writer = ResultWriter(results_path)
+        if progress:
+            from tqdm import tqdm  # type: ignore[import-untyped]
+
+            bar = tqdm(total=len(specs), initial=skipped, unit="game", desc="tournament", dynamic_ncols=True,
+                       mininterval=0.5, smoothing=0.05)
+        deals: dict[tuple[str, int, int], pb.Deal] = {}
+        queue: Iterator[GameSpec] = iter(todo)
+
+        def players_of(spec: GameSpec) -> list[Player]:
+            out: list[Player] = []
+            for seat, name in enumerate(spec.seats):
+                seed = derive_seed(spec.deal_seed, spec.rotation, seat)
+                bot_options = _bot_options(name, options.mcts_millis)
+                if name in HEAVY_BOTS and pool is not None:
+                    out.append(PoolPlayer(name, seed, bot_options, pool))
+                else:
+                    out.append(InlinePlayer(name, seed, bot_options))
+            return out
+
+        async def worker() -> None:
+            nonlocal created, played, failed
+            assert client is not None and writer is not None
+            for spec in queue:
+                deal = None
+                if explicit:
+                    cache_key = (spec.preset, spec.players, spec.deal_seed)
+                    if cache_key not in deals:
+                        deals[cache_key] = deal_to_pb(make_deal(offered[spec.preset, spec.players], spec.deal_seed))
+                    deal = deals[cache_key]
+                created += 1
+                try:
+                    record = await play_game(client, spec, deal, players_of(spec))
+                except (Unauthenticated, PermissionDenied):
+                    raise  # wrong keys: no game can be created, stop the run
+                except (GameFailed, GostopError) as error:
+                    failed += 1
+                    message = f"game {spec.key} failed: {type(error).__name__}: {error}"
+                    if bar is not None:
+                        bar.write(message, file=sys.stderr)
+                    else:
+                        _say(message)
+                    continue
+                writer.write(record)
+                played += 1
+                if bar is not None:
+                    bar.update(1)
+
+        try:
+            async with asyncio.TaskGroup() as group:  # a fatal error cancels the other workers
+                for _ in range(max(1, options.parallel)):
+                    group.create_task(worker())
+        except ExceptionGroup as errors:
+            raise errors.exceptions[0] from None
+    finally:
+        if bar is not None:
+            bar.close()
+        if writer is not None:
+            writer.close()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if own_client and client is not None:
+            await client.close()
+        if local is not None:
+            await local.server.stop(0)
+    report = write_report(options.out)
+    return RunSummary(len(specs), skipped, played, failed, created,
+                      time.perf_counter() - started, report)
+
+
+def _settings(options: Options) -> dict[str, Any]:
+    return {
+        "bots": list(options.bots), "presets": list(options.presets), "players": list(options.players),
+        "games": options.games, "seed": options.seed, "parallel": options.parallel,
+        "server": options.server or "in-process", "mcts_millis": options.mcts_millis,
+    }
