@@ -59,7 +59,11 @@ from grpc_health.v1 import health_pb2
 from gostop.engine import legal_action_ids
 from gostop.v1 import game_pb2 as pb
 
-from . import service as bs
+from .load import Game, Games, game_stub, spread
+from .measure import cpu_seconds
+from .processes import ServerProcess, services
+from .service import inflight_list, wait_serving
+from .settings import CALL_TIMEOUT, PLAYERS, ROOT, Metadata
 
 HEALTH_CALL = "grpc.health.v1.Health/Check"
 SUBMIT_CALL = "gostop.v1.GameService/SubmitAction"
@@ -69,7 +73,7 @@ TOKEN_ENV = "GZT"
 ENV_LIMIT = 1_500_000
 """Bytes of tokens in ghz's environment at most (Linux refuses an exec past about 2 MB of
 arguments and environment)."""
-DEFAULT_GHZ = bs.ROOT / ".tools" / "bin" / "ghz"
+DEFAULT_GHZ = ROOT / ".tools" / "bin" / "ghz"
 
 
 # ----------------------------------------------------------------------------- ghz runs
@@ -136,7 +140,7 @@ def token_template(count: int) -> str:
 
 
 def run_ghz(
-    args: argparse.Namespace, server: bs.ServerProcess, workdir: Path, rpc: str, call: str, inflight: int,
+    args: argparse.Namespace, server: ServerProcess, workdir: Path, rpc: str, call: str, inflight: int,
     data: Sequence[dict[str, Any]], tokens: Sequence[str], total: int | None,
 ) -> GhzResult:
     """One ghz run of ``call`` at ``inflight`` (``-c``): ``data[i]`` with ``tokens[i]`` for request
@@ -153,7 +157,7 @@ def run_ghz(
     argv = [
         str(args.ghz), "--insecure", "--protoset", str(workdir / "gostop.protoset"), "--call", call,
         "-c", str(inflight), "--connections", str(min(args.connections, inflight)),
-        "-D", str(data_file), "-M", str(metadata_file), "-t", f"{bs.CALL_TIMEOUT:g}s", "-O", "json",
+        "-D", str(data_file), "-M", str(metadata_file), "-t", f"{CALL_TIMEOUT:g}s", "-O", "json",
     ]  # fmt: skip
     if total is None:
         # Calls in flight when the time is up are left out (not reported as cancelled errors).
@@ -162,11 +166,11 @@ def run_ghz(
         argv += ["-n", str(total)]
     argv.append(server.target)
     pids = server.pids()
-    server_before = sum(bs.cpu_seconds(pid) or 0.0 for pid in pids)
+    server_before = sum(cpu_seconds(pid) or 0.0 for pid in pids)
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=args.seconds * 10 + 120)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server_cpu = sum(bs.cpu_seconds(pid) or 0.0 for pid in pids) - server_before
+    server_cpu = sum(cpu_seconds(pid) or 0.0 for pid in pids) - server_before
     if done.returncode != 0 or not done.stdout.strip():
         raise RuntimeError(f"ghz failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
     ghz_cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
@@ -176,19 +180,19 @@ def run_ghz(
 # ----------------------------------------------------------------------------- games
 
 
-async def create_games(games: bs.Games, count: int, parallel: int = 16) -> list[bs.Game]:
+async def create_games(games: Games, count: int, parallel: int = 16) -> list[Game]:
     """``count`` fresh games (mirrored locally), created ``parallel`` at a time."""
-    out: list[bs.Game] = []
+    out: list[Game] = []
 
     async def some(n: int) -> None:
         for _ in range(n):
             out.append(await games.create())
 
-    await asyncio.gather(*(some(n) for n in bs.spread(count, parallel)))
+    await asyncio.gather(*(some(n) for n in spread(count, parallel)))
     return out
 
 
-async def versions(stub: Any, games: Sequence[bs.Game], parallel: int = 16) -> list[int]:
+async def versions(stub: Any, games: Sequence[Game], parallel: int = 16) -> list[int]:
     """The current version of each game, read with GetGame (-1 when the call fails)."""
     out = [-1] * len(games)
 
@@ -197,30 +201,30 @@ async def versions(stub: Any, games: Sequence[bs.Game], parallel: int = 16) -> l
             game = games[i]
             with contextlib.suppress(grpc.aio.AioRpcError):
                 reply = await stub.GetGame(pb.GetGameRequest(game_id=game.game_id), metadata=game.seats[0],
-                                           timeout=bs.CALL_TIMEOUT)
+                                           timeout=CALL_TIMEOUT)
                 out[i] = reply.view.version
 
     await asyncio.gather(*(some(range(i, len(games), parallel)) for i in range(parallel)))
     return out
 
 
-def token_of(metadata: bs.Metadata) -> str:
+def token_of(metadata: Metadata) -> str:
     return metadata[0][1].removeprefix("Bearer ")
 
 
 # ----------------------------------------------------------------------------- main
 
 
-async def bench(args: argparse.Namespace, server: bs.ServerProcess, workdir: Path) -> list[GhzResult]:
-    await bs.wait_serving(server)
+async def bench(args: argparse.Namespace, server: ServerProcess, workdir: Path) -> list[GhzResult]:
+    await wait_serving(server)
     loop = asyncio.get_running_loop()
     results: list[GhzResult] = []
     async with grpc.aio.insecure_channel(server.target) as channel:
-        pool = bs.Games(bs.game_stub(channel), seed=7)
+        pool = Games(game_stub(channel), seed=7)
         chooser = random.Random(7)
         known = await create_games(pool, args.get_games)
         get_data = [{"game_id": g.game_id} for g in known]
-        get_tokens = [token_of(g.seats[chooser.randrange(bs.PLAYERS)]) for g in known]
+        get_tokens = [token_of(g.seats[chooser.randrange(PLAYERS)]) for g in known]
         health_data = [{"service": ""}] * len(known)
         for inflight in args.inflight:
             health = await loop.run_in_executor(None, functools.partial(
@@ -301,7 +305,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ghz", default=str(DEFAULT_GHZ), help="the ghz binary (default .tools/bin/ghz)")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each Health/GetGame run")
-    parser.add_argument("--inflight", type=bs.inflight_list, default=[1, 8, 32, 64],
+    parser.add_argument("--inflight", type=inflight_list, default=[1, 8, 32, 64],
                         help="comma-separated in-flight levels, ghz -c (default 1,8,32,64)")
     parser.add_argument("--server-workers", type=int, default=1, help="server processes (gostop serve --workers)")
     parser.add_argument("--connections", type=int, default=1,
@@ -321,7 +325,7 @@ def main() -> None:
         workdir = Path(tmp)
         write_protoset(workdir / "gostop.protoset")
         try:
-            with bs.services("redis", False, workers=args.server_workers) as server:
+            with services("redis", False, workers=args.server_workers) as server:
                 results = asyncio.run(bench(args, server, workdir))
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)

@@ -33,7 +33,9 @@ from gostop.v1 import game_pb2 as pb
 from gostop.v1 import game_pb2_grpc as pb_grpc
 from testkit.redis_server import RedisServer
 
-from . import service as bs
+from .processes import ServerProcess
+from .service import wait_serving
+from .settings import OPERATOR_KEY
 
 
 def rss_bytes(pid: int) -> int:
@@ -75,7 +77,8 @@ class Played:
 
 async def play(stub: Any, rng: random.Random, moves: int | None) -> Played:
     """Create a game and play ``moves`` random legal actions (None: to the end of the round)."""
-    created = await stub.CreateGame(pb.CreateGameRequest(preset="standard", players=2, seed=rng.getrandbits(63)))
+    created = await stub.CreateGame(pb.CreateGameRequest(preset="standard", players=2, seed=rng.getrandbits(63)),
+                                    metadata=(("x-api-key", OPERATOR_KEY),))
     tokens = {s.seat: (("authorization", "Bearer " + s.token),) for s in created.seats}
     view, version, done = created.view, created.version, 0
     while view.phase != pb.PHASE_OVER and (moves is None or done < moves):
@@ -91,7 +94,7 @@ async def play(stub: Any, rng: random.Random, moves: int | None) -> Played:
     return Played(created.game_id, done, view.phase == pb.PHASE_OVER)
 
 
-async def measure(args: argparse.Namespace, redis: RedisServer, server: bs.ServerProcess) -> dict[str, Any]:
+async def measure(args: argparse.Namespace, redis: RedisServer, server: ServerProcess) -> dict[str, Any]:
     rng = random.Random(args.seed)
     assert server.process is not None
     pid = server.process.pid
@@ -167,10 +170,10 @@ def main() -> None:
     parser.add_argument("--json", metavar="PATH", default="", help="also write the figures as JSON")
     args = parser.parse_args()
     with RedisServer() as redis:
-        server = bs.ServerProcess(redis.url, metrics=False)
+        server = ServerProcess(redis.url, metrics=False)
         server.start()
         try:
-            asyncio.run(bs.wait_serving(server))
+            asyncio.run(wait_serving(server))
             figures = asyncio.run(measure(args, redis, server))
         finally:
             server.stop()
