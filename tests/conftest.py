@@ -18,10 +18,19 @@ def service_redis_fixture() -> Iterator[RedisServer]:
         yield server
 
 
-@pytest.fixture(params=BACKENDS, name="api")
-async def api_fixture(request: pytest.FixtureRequest) -> AsyncIterator[Api]:
-    """``api``: a client of an in-process server with operator keys (and no API keys), over the memory
-    store or the session's Redis."""
-    url = request.getfixturevalue("service_redis").url if request.param == "redis" else ""
-    async with running_server(config(url)) as client:
+@pytest.fixture(scope="session", params=BACKENDS, name="store_url")
+def store_url_fixture(request: pytest.FixtureRequest) -> str:
+    """``store_url``: the one store-backend parameter: "" (the embedded memory store) or the URL of
+    the session's redis-server. Every fixture that builds a server over "each backend" takes it."""
+    if request.param == "redis":
+        redis: RedisServer = request.getfixturevalue("service_redis")
+        return redis.url
+    return ""
+
+
+@pytest.fixture(name="api")
+async def api_fixture(store_url: str) -> AsyncIterator[Api]:
+    """``api``: a client of an in-process server with operator keys (and no API keys), over each
+    store backend (``store_url``)."""
+    async with running_server(config(store_url)) as client:
         yield client

@@ -72,7 +72,6 @@ from gostop.wire.convert import (
 from testkit.configs import CONFIGS, config_id
 from testkit.redis_server import RedisServer, free_port
 from testkit.servers import (
-    BACKENDS,
     OPERATOR_KEY,
     ROOT,
     SECRET,
@@ -87,11 +86,10 @@ from testkit.servers import (
 FAST = RetryPolicy(initial_backoff=0.01, max_backoff=0.2, max_attempts=50, max_elapsed=30)
 
 
-@pytest.fixture(scope="module", params=BACKENDS, name="target")
-def target_fixture(request: pytest.FixtureRequest) -> Iterator[str]:
-    """``target``: an in-process server (its own thread and loop) over the memory store or Redis."""
-    url = request.getfixturevalue("service_redis").url if request.param == "redis" else ""
-    with EmbeddedServer(config(url)) as server:
+@pytest.fixture(scope="module", name="target")
+def target_fixture(store_url: str) -> Iterator[str]:
+    """``target``: an in-process server (its own thread and loop) over each store backend."""
+    with EmbeddedServer(config(store_url)) as server:
         yield server.target
 
 

@@ -110,10 +110,9 @@ def _play_a_little(stub: pb_grpc.GameServiceStub, game: pb.CreateGameResponse, s
     return rids
 
 
-@pytest.fixture(scope="module", params=["memory", "redis"])
-def target(request: pytest.FixtureRequest) -> Iterator[Target]:
-    url = request.getfixturevalue("service_redis").url if request.param == "redis" else ""
-    server = asyncio.run(start_process(url, GOSTOP_API_KEYS=API_KEY))
+@pytest.fixture(scope="module")
+def target(store_url: str) -> Iterator[Target]:
+    server = asyncio.run(start_process(store_url, GOSTOP_API_KEYS=API_KEY))
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     stub = make_stub(channel)
     operator = (("x-api-key", OPERATOR_KEY),)

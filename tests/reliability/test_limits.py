@@ -18,7 +18,6 @@ from gostop.service.games import LOG_PAGE_MAX
 from gostop.v1 import game_pb2 as pb
 from testkit.redis_server import RedisServer
 from testkit.servers import (
-    BACKENDS,
     OPERATOR,
     Api,
     config,
@@ -32,13 +31,10 @@ EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED
 PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
+@pytest.fixture
+def backend(store_url: str) -> str:
     """The store URL: "" (memory) or the session's Redis."""
-    if request.param == "redis":
-        redis: RedisServer = request.getfixturevalue("service_redis")
-        return redis.url
-    return ""
+    return store_url
 
 
 async def test_message_size_is_bounded(backend: str) -> None:

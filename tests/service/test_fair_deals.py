@@ -20,7 +20,6 @@ from gostop.engine import Rules, new_match
 from gostop.v1 import game_pb2 as pb
 from testkit.servers import (
     API_KEY,
-    BACKENDS,
     OPERATOR,
     Api,
     config,
@@ -34,10 +33,9 @@ PLAYER = key_md(API_KEY)
 """A creator with an API key, not an operator key."""
 
 
-@pytest.fixture(params=BACKENDS)
-async def keyed(request: pytest.FixtureRequest) -> AsyncIterator[Api]:
-    url = request.getfixturevalue("service_redis").url if request.param == "redis" else ""
-    async with running_server(config(url, api_keys=API_KEY)) as api:
+@pytest.fixture
+async def keyed(store_url: str) -> AsyncIterator[Api]:
+    async with running_server(config(store_url, api_keys=API_KEY)) as api:
         yield api
 
 

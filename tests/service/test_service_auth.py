@@ -15,10 +15,8 @@ from gostop.engine.game import Deal
 from gostop.service.auth import Authenticator
 from gostop.service.errors import ServiceError
 from gostop.v1 import game_pb2 as pb
-from testkit.redis_server import RedisServer
 from testkit.servers import (
     API_KEY,
-    BACKENDS,
     OPERATOR,
     OPERATOR_KEY,
     SECRET,
@@ -35,14 +33,10 @@ UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
 DENIED = grpc.StatusCode.PERMISSION_DENIED
 
 
-@pytest.fixture(params=BACKENDS)
-async def keyed(request: pytest.FixtureRequest) -> AsyncIterator[Api]:
+@pytest.fixture
+async def keyed(store_url: str) -> AsyncIterator[Api]:
     """A server that requires an API key for CreateGame and knows one operator key."""
-    url = ""
-    if request.param == "redis":
-        redis: RedisServer = request.getfixturevalue("service_redis")
-        url = redis.url
-    async with running_server(config(url, api_keys=f"{API_KEY}, other-key", operator_keys=OPERATOR_KEY)) as api:
+    async with running_server(config(store_url, api_keys=f"{API_KEY}, other-key", operator_keys=OPERATOR_KEY)) as api:
         yield api
 
 
