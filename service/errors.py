@@ -64,10 +64,15 @@ def precondition(reason: str, message: str, **metadata: str) -> ServiceError:
 
 
 def stale(current: int, expected: int) -> ServiceError:
+    if expected == 0:  # proto3 cannot tell a left-out expected_version from 0
+        message = (f"the game is at version {current}, not 0: expected_version is required (the version of "
+                   "the view the action was chosen from); re-read the game and choose again")
+    else:
+        message = f"the game is at version {current}, not {expected}: re-read it and choose again"
     return ServiceError(
         grpc.StatusCode.ABORTED,
         "STALE_VERSION",
-        f"the game is at version {current}, not {expected}: re-read it and choose again",
+        message,
         {"current_version": str(current), "expected_version": str(expected)},
     )
 

@@ -45,6 +45,10 @@ def _decode(deserialize: Callable[[bytes], Any] | None, raw: Any) -> Any:
         raise invalid("MALFORMED_REQUEST", "the request is not a valid message of this method") from exc
 
 
+
+class ListenError(OSError):
+    """The server cannot bind one of its ports; the message names the setting that changes it."""
+
 class TracebackLimiter:
     """At most one traceback a minute per (RPC, exception type) at error level.
 
@@ -104,6 +108,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
             return handler
         m = self.metrics
         kind = "unary" if handler.unary_unary is not None else "server_stream"
+        streaming = kind == "server_stream"
         started_count = m.started.labels(kind, service, name)
         handling = m.handling.labels(kind, service, name)
         sent = m.stream_sent.labels(kind, service, name)
@@ -117,7 +122,8 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
                 counter = handled[code] = m.handled.labels(kind, service, name, code.name)
             counter.inc()
             handling.observe(elapsed)
-            if code is grpc.StatusCode.OK:
+            if code is grpc.StatusCode.OK or (streaming and code is grpc.StatusCode.CANCELLED):
+                # A watcher leaving (its own deadline, a closed tab) is how a stream normally ends.
                 log.info("rpc", rpc=name, code=code.name, duration_ms=round(elapsed * 1000, 3))
             else:
                 log.warning("rpc", rpc=name, code=code.name, duration_ms=round(elapsed * 1000, 3))
@@ -269,21 +275,31 @@ class Server:
         names = (pb.DESCRIPTOR.services_by_name["GameService"].full_name, health.SERVICE_NAME,
                  reflection.SERVICE_NAME)
         reflection.enable_server_reflection(names, self.grpc)
-        if config.tls_cert:
-            with open(config.tls_cert, "rb") as cert, open(config.tls_key, "rb") as key:
-                creds = grpc.ssl_server_credentials([(key.read(), cert.read())])
-            self.port = self.grpc.add_secure_port(config.listen, creds)
-        else:
-            self.port = self.grpc.add_insecure_port(config.listen)
+        try:
+            if config.tls_cert:
+                with open(config.tls_cert, "rb") as cert, open(config.tls_key, "rb") as key:
+                    creds = grpc.ssl_server_credentials([(key.read(), cert.read())])
+                self.port = self.grpc.add_secure_port(config.listen, creds)
+            else:
+                self.port = self.grpc.add_insecure_port(config.listen)
+        except RuntimeError:  # grpc's "Failed to bind to address"
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot listen on {config.listen}")
+            raise ListenError(f"cannot listen on {config.listen} (the port is in use, or the address is not "
+                              "this machine's): choose another with --listen HOST:PORT (GOSTOP_LISTEN)")
         self.metrics_port = 0
 
     async def start(self) -> None:
         await self.grpc.start()
         if self.config.metrics_port:
-            server, _ = start_http_server(self.config.metrics_port, self.config.metrics_host,
-                                          registry=self.metrics.registry)
+            try:
+                server, _ = start_http_server(self.config.metrics_port, self.config.metrics_host,
+                                              registry=self.metrics.registry)
+            except OSError as exc:
+                await self.grpc.stop(0)
+                where = f"{self.config.metrics_host}:{self.config.metrics_port}"
+                raise ListenError(f"cannot serve metrics on {where} ({exc.strerror or exc}): choose another port "
+                                  "with --metrics-port (GOSTOP_METRICS_PORT), or 0 for none") from None
             self.metrics_port = server.server_port
             self._metrics_server = server
         for name in ("", pb.DESCRIPTOR.services_by_name["GameService"].full_name):

@@ -2,9 +2,9 @@
 
 The examples are parsed from the page itself, so the documentation cannot rot: every ```` ```sh ````
 block is run in order with bash (``set -euo pipefail``) against ``python -m gostop serve`` on a free
-port (memory store, fixed token secret, an API key and an operator key), with ``ADDR``, ``API_KEY``
-and ``OPERATOR_KEY`` in the environment and ``.tools/bin`` (where ``make test`` installs grpcurl) on
-``PATH``. Rules of the page:
+port, started with the keys of the page's own ``console`` block (the server it tells a reader to
+start), with ``ADDR`` in the environment (``API_KEY`` and ``OPERATOR_KEY`` take the page's defaults)
+and ``.tools/bin`` (where ``make test`` installs grpcurl) on ``PATH``. Rules of the page:
 
 - A block's exit status must be 0, or the number of a ``# exit status: N`` line in the block.
 - The variable assignments of earlier blocks (lines ``NAME=…``) are replayed before each block, and
@@ -26,12 +26,11 @@ from typing import Final
 
 import pytest
 
-from testkit.servers import OPERATOR_KEY, start_process
+from testkit.servers import start_process
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 DOC: Final = ROOT / "docs" / "grpcurl.md"
 TOOLS: Final = ROOT / ".tools" / "bin"
-API_KEY: Final = "grpcurl-docs-api-key"
 FENCE: Final = re.compile(r"^```(\S*)\s*$")
 STATUS: Final = re.compile(r"^#\s*exit status:\s*(\d+)\s*$", re.MULTILINE)
 ASSIGNMENT: Final = re.compile(r"^[A-Z][A-Z0-9_]*=")
@@ -120,6 +119,16 @@ def test_the_page_parses_into_examples() -> None:
     assert unmatched(("e", "abc"), "abc\ne\n") == "abc"
 
 
+def documented_server_keys(text: str) -> tuple[str, str]:
+    """The API and operator keys of the server the page tells you to start (its ``console`` block),
+    which must be the defaults of its API_KEY and OPERATOR_KEY variables."""
+    [start] = [b.body for b in blocks(text) if b.info == "console"]
+    m = re.fullmatch(r"GOSTOP_API_KEYS=(\S+) GOSTOP_OPERATOR_KEYS=(\S+) make run\n", start)
+    assert m, start
+    assert f"API_KEY=${{API_KEY:-{m.group(1)}}}" in text and f"OPERATOR_KEY=${{OPERATOR_KEY:-{m.group(2)}}}" in text
+    return m.group(1), m.group(2)
+
+
 async def test_documented_examples_run(tmp_path: Path) -> None:
     grpcurl = TOOLS / "grpcurl"
     if not grpcurl.exists() and shutil.which("grpcurl") is None:
@@ -128,14 +137,14 @@ async def test_documented_examples_run(tmp_path: Path) -> None:
     if shutil.which("jq") is None:
         pytest.fail("jq is not installed (Debian: apt-get install -y jq); the documented examples use it",
                     pytrace=False)
-    server = await start_process("", GOSTOP_API_KEYS=API_KEY)
+    api_key, operator_key = documented_server_keys(DOC.read_text(encoding="utf-8"))
+    server = await start_process("", GOSTOP_API_KEYS=api_key, GOSTOP_OPERATOR_KEYS=operator_key)
     try:
+        # The page's own defaults of API_KEY and OPERATOR_KEY apply: the keys of the server it starts.
         env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k not in ("API_KEY", "OPERATOR_KEY")},
             "PATH": f"{TOOLS}{os.pathsep}{os.environ.get('PATH', '')}",
             "ADDR": f"127.0.0.1:{server.port}",
-            "API_KEY": API_KEY,
-            "OPERATOR_KEY": OPERATOR_KEY,
         }
         assignments: list[str] = []
         for example in examples(DOC.read_text(encoding="utf-8")):

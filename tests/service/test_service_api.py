@@ -235,6 +235,18 @@ async def test_unknown_game_is_not_found(api: Api) -> None:
 # ------------------------------------------------------------------------- stale versions
 
 
+async def test_a_left_out_expected_version_is_named_in_the_error(api: Api) -> None:
+    """Regression: leaving expected_version out (proto3: 0) answered "...not 0" and no more."""
+    game = await api.create("simple", seed=13)
+    seat, v = await api.to_move(game)
+    request = pb.SubmitActionRequest(game_id=game.id, action_id=v.legal_actions[0].id, request_id="r-missing")
+    err = await expect(api.stub.SubmitAction(request, metadata=seat_md(game.tokens[seat])), grpc.StatusCode.ABORTED,
+                       "STALE_VERSION")
+    assert "expected_version is required" in err.message and "version 1" in err.message
+    err = await expect(api.submit(game, seat, v.legal_actions[0].id, version=5), grpc.StatusCode.ABORTED)
+    assert "required" not in err.message
+
+
 async def test_stale_version_is_aborted_with_current_version(api: Api) -> None:
     game = await api.create("simple", seed=13)
     seat, v = await api.to_move(game)
@@ -526,3 +538,22 @@ async def test_start_next_round_retried_with_its_request_id_returns_the_stored_a
     assert (await api.get(game)).version == game.version + 1
     other = pb.StartNextRoundRequest(game_id=game.id, expected_version=game.version, request_id="next-1")
     await expect(api.stub.StartNextRound(other, metadata=game.md(0)), INVALID, "REQUEST_ID_REUSED")
+
+
+async def test_a_watcher_leaving_at_its_own_deadline_is_logged_at_info(api: Api) -> None:
+    """Regression: a client's own deadline on WatchGame (the server sees CANCELLED) was a warning."""
+    from structlog.testing import capture_logs
+
+    game = await api.create("simple", seed=5)
+    with capture_logs() as logs:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            async for _ in api.stub.WatchGame(pb.WatchGameRequest(game_id=game.id, after_version=game.version),
+                                              metadata=seat_md(game.tokens[0]), timeout=0.3):
+                pass
+        assert err.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+        for _ in range(50):
+            if any(e.get("rpc") == "WatchGame" for e in logs):
+                break
+            await asyncio.sleep(0.05)
+    [entry] = [e for e in logs if e.get("rpc") == "WatchGame"]
+    assert entry["code"] == "CANCELLED" and entry["log_level"] == "info", entry

@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             parser.error(str(exc))
         return supervisor.run()
-    from gostop.service.server import Server
+    from gostop.service.server import ListenError, Server
 
     async def run_server() -> None:
         # Build the server inside the running loop: grpc.aio binds to the loop current at construction.
@@ -84,12 +84,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         tune_gc()
         await server.serve_forever()
 
-    if config.event_loop == "uvloop":
-        import uvloop
+    try:
+        if config.event_loop == "uvloop":
+            import uvloop
 
-        uvloop.run(run_server())
-    else:
-        asyncio.run(run_server())
+            uvloop.run(run_server())
+        else:
+            asyncio.run(run_server())
+    except ListenError as exc:
+        sys.stderr.write(f"gostop serve: {exc}\n")
+        return 1
     return 0
 
 
