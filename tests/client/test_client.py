@@ -664,3 +664,13 @@ def test_client_views_equal_engine_views_of_the_server_state(memory_target: str,
             assert server_convert.event_to_pb(engine_event) == event
         if entry.HasField("action"):
             assert action_to_pb(action_from_pb(entry.action)) == entry.action
+
+
+def test_the_documented_submit_action_calls_run(memory_target: str) -> None:
+    """Regression: docs/clients.md showed no submit_action call (a guessed one was a TypeError)."""
+    text = (ROOT / "docs/clients.md").read_text()
+    [block] = [b for b in text.split("```python\n")[1:] if "client.submit_action(game, seat," in b]
+    with GostopClient(memory_target, operator_key=OPERATOR_KEY) as client:
+        scope: dict[str, Any] = {"client": client}
+        exec(block.split("```")[0], scope)  # the page's own code
+        assert scope["result"].version == scope["game"].version == scope["game"].view.version == 3

@@ -139,14 +139,15 @@ def seat_of_token(token: str) -> tuple[str, int]:
 
 @dataclass
 class Game:
-    """A handle on one game: its id, the seat tokens the holder has, and the last version seen.
+    """A handle on one game: its ``game_id`` (as on the wire), the seat tokens the holder has, and
+    the last version seen.
 
     ``create_game`` returns one with every seat's token; to join a game created elsewhere,
     build one from tokens: ``Game.from_tokens([token])``. Client methods keep ``version`` up to
     date (it is the default ``expected_version`` of ``submit_action``).
     """
 
-    id: str
+    game_id: str
     tokens: dict[int, str] = field(default_factory=dict)
     version: int = 0
     rules: pb.Rules | None = None
@@ -165,11 +166,16 @@ class Game:
             raise ValueError("the tokens must name exactly one game")
         return cls(ids.pop(), seats, version)
 
+    @property
+    def id(self) -> str:
+        """``game_id`` under its earlier name."""
+        return self.game_id
+
     def token(self, seat: int) -> str:
         try:
             return self.tokens[seat]
         except KeyError:
-            raise ValueError(f"no token for seat {seat} of game {self.id}") from None
+            raise ValueError(f"no token for seat {seat} of game {self.game_id}") from None
 
     def _seen(self, version: int, view: pb.GameView | None = None) -> None:
         if version >= self.version:
@@ -299,12 +305,12 @@ class _Base:
         items = tokens.items() if isinstance(tokens, Mapping) else (
             (seat_of_token(t)[1], t) for t in tokens)
         handle.tokens.update(items)
-        self.games[handle.id] = handle
+        self.games[handle.game_id] = handle
         return handle
 
     def _game(self, game: GameRef) -> tuple[str, Game | None]:
         if isinstance(game, Game):
-            return game.id, game
+            return game.game_id, game
         return game, self.games.get(game)
 
     def _token(self, game: GameRef, seat: int | None, token: str | None) -> str | None:
@@ -341,7 +347,7 @@ class _Base:
     def _created(self, response: pb.CreateGameResponse) -> Game:
         game = Game(response.game_id, {s.seat: s.token for s in response.seats}, response.version,
                     response.rules, response.view)
-        self.games[game.id] = game
+        self.games[game.game_id] = game
         return game
 
     def _expected(self, game: GameRef, expected_version: int | None) -> int:

@@ -83,7 +83,7 @@ class SeatRunner:
         if not seats:
             raise ValueError("no seats to play")
         self.client = client
-        self.game_id = game if isinstance(game, str) else game.id
+        self.game_id = game if isinstance(game, str) else game.game_id
         self.seats = dict(seats)
         self.start_next_rounds = start_next_rounds
         self.max_rounds = max_rounds

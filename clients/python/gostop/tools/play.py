@@ -455,8 +455,8 @@ def play_command(args: argparse.Namespace, stdin: IO[str] | None = None, stdout:
                 bots[s] = (game.token(s), make_bot(name, seed=(args.seed or 0) + s))
                 names[s] = f"({name})"
             out.write(f"gostop play: {args.preset}, {players} players, you are seat {args.seat}\n"
-                      f"game {game.id} on {target}\n")
-            runner = SeatRunner(bot_client, game.id, bots, start_next_rounds=False)
+                      f"game {game.game_id} on {target}\n")
+            runner = SeatRunner(bot_client, game.game_id, bots, start_next_rounds=False)
 
             def run_bots() -> None:
                 try:

@@ -135,12 +135,12 @@ async def play_game(
                 version = current.version
                 continue
             if not current.legal_actions:
-                raise GameFailed(f"game {game.id}: seat {seat} is to move without legal actions")
+                raise GameFailed(f"game {game.game_id}: seat {seat} is to move without legal actions")
             if actions >= MAX_ACTIONS:
-                raise GameFailed(f"game {game.id}: no end after {actions} actions")
+                raise GameFailed(f"game {game.game_id}: no end after {actions} actions")
             chosen = await players[seat].choose(current)
             if chosen not in {a.id for a in current.legal_actions}:
-                raise GameFailed(f"game {game.id}: bot {players[seat].name} chose an illegal action {chosen}")
+                raise GameFailed(f"game {game.game_id}: bot {players[seat].name} chose an illegal action {chosen}")
             try:
                 result = await client.submit_action(game, seat, chosen, expected_version=version,
                                                     request_id=f"s{seat}-v{version}")
@@ -154,7 +154,7 @@ async def play_game(
         if not current.HasField("settlement"):
             current = await client.get_game(game)
     finally:
-        client.games.pop(game.id, None)  # the client need not remember finished games
+        client.games.pop(game.game_id, None)  # the client need not remember finished games
     settlement = current.settlement
     winner = settlement.winner
     return {
@@ -163,7 +163,7 @@ async def play_game(
         "rotation": spec.rotation, "seats": list(spec.seats), "explicit_deal": deal is not None,
         "outcome": settlement.outcome, "reason": settlement.reason, "winner": winner,
         "winner_bot": spec.seats[winner] if winner >= 0 else None, "points": list(settlement.points),
-        "game_id": game.id, "version": version, "actions": actions, "conflicts": conflicts,
+        "game_id": game.game_id, "version": version, "actions": actions, "conflicts": conflicts,
         "decisions": [p.decisions for p in players], "decide_ms": [round(1000 * p.seconds, 3) for p in players],
         "seconds": round(time.perf_counter() - start, 4),
     }
