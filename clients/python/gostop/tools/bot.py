@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gostop.bots import make_bot
+from gostop.bots import BotSpecError, check_bot, make_bot
+from gostop.bots.plugins import SPEC_HELP
 from gostop.client import GostopClient, GostopError, seat_of_token
 from gostop.client.runner import BotError, Chooser, run_seats
 from gostop.engine import Action
@@ -21,7 +22,7 @@ def add_bot_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--game", default=None, help="game id (default: the one the token names)")
     parser.add_argument("--token", action="append", required=True,
                         help="seat token of a seat to play (repeat for several seats)")
-    parser.add_argument("--bot", default="greedy", help="bot name: random, greedy or mcts")
+    parser.add_argument("--bot", default="greedy", help="the bot: " + SPEC_HELP)
     parser.add_argument("--seed", type=int, default=0, help="bot seed (seat i's bot gets seed + i)")
     parser.add_argument("--tls-ca", default=None, help="PEM root certificates: connect with TLS")
     parser.add_argument("--tls", action="store_true", help="connect with TLS (system roots)")
@@ -38,6 +39,11 @@ def bot_command(args: argparse.Namespace) -> int:
         game_id: str = args.game or seat_of_token(tokens[0])[0]
     except ValueError as exc:
         sys.stderr.write(f"gostop bot: --token: {exc}\n")
+        return 2
+    try:
+        check_bot(args.bot)
+    except BotSpecError as exc:
+        sys.stderr.write(f"gostop bot: --bot: {exc}\n")
         return 2
     out = sys.stdout
 

@@ -413,10 +413,16 @@ def add_play_arguments(parser: argparse.ArgumentParser) -> None:
 
 def play_command(args: argparse.Namespace, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
     """``gostop play``."""
-    from gostop.bots import make_bot
+    from gostop.bots import BotSpecError, check_bot, make_bot, split_specs
 
     out = stdout or sys.stdout
     source = stdin or sys.stdin
+    try:
+        for spec in split_specs(args.bots):
+            check_bot(spec)
+    except BotSpecError as exc:
+        sys.stderr.write(f"gostop play: --bots: {exc}\n")
+        return 2
 
     def read(prompt: str) -> str:
         out.write(prompt)
@@ -446,7 +452,7 @@ def play_command(args: argparse.Namespace, stdin: IO[str] | None = None, stdout:
             players = len(game.tokens)
             if not 0 <= args.seat < players:
                 raise SystemExit(f"--seat must be 0-{players - 1}")
-            kinds = [b.strip() for b in args.bots.split(",") if b.strip()] or ["greedy"]
+            kinds = split_specs(args.bots) or ["greedy"]
             bots: dict[int, tuple[str, Bot]] = {}
             names = {args.seat: "(you)"}
             others = [s for s in range(players) if s != args.seat]

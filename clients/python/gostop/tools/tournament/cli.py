@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gostop.bots.arena import wilson as wilson
+from gostop.bots.plugins import SPEC_HELP
 from gostop.client import PermissionDenied, Unauthenticated
 
 from .plan import RESULTS
@@ -20,7 +21,9 @@ from .run import Options, _say, run_tournament
 
 
 def _names(text: str) -> tuple[str, ...]:
-    out = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    from gostop.bots import split_specs
+
+    out = tuple(dict.fromkeys(split_specs(text)))
     if not out:
         raise argparse.ArgumentTypeError("empty list")
     return out
@@ -39,7 +42,7 @@ def _counts(text: str) -> tuple[int, ...]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``gostop tournament`` flags."""
     parser.add_argument("--bots", type=_names, default=("random", "greedy"),
-                        help="comma-separated bot names (random, greedy, mcts); default random,greedy")
+                        help=f"comma-separated bots ({SPEC_HELP}); default random,greedy")
     parser.add_argument("--presets", type=_names, default=("standard",), help="comma-separated presets")
     parser.add_argument("--players", type=_counts, default=(2,), help="comma-separated table sizes, e.g. 2,3")
     parser.add_argument("--games", type=int, default=100, help="deals per matchup (each played in every rotation)")
@@ -68,12 +71,14 @@ def run_from_args(args: argparse.Namespace) -> int:
             return 2
         print(format_report(write_report(out)))
         return 0
-    from gostop.bots import BOT_NAMES
+    from gostop.bots import BotSpecError, check_bot
 
-    unknown = [b for b in args.bots if b not in BOT_NAMES]
-    if unknown:
-        _say(f"unknown bot(s) {', '.join(unknown)}; known: {', '.join(BOT_NAMES)}")
-        return 2
+    for spec in args.bots:
+        try:
+            check_bot(spec)
+        except BotSpecError as error:
+            _say(f"gostop tournament: --bots: {error}")
+            return 2
     if args.games < 1 or args.parallel < 1:
         _say("--games and --parallel must be at least 1")
         return 2

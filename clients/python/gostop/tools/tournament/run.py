@@ -32,7 +32,12 @@ from .report import write_report
 def _bot_options(name: str, mcts_millis: float | None) -> dict[str, Any]:
     # CPU time, not wall-clock: the pool's processes share the machine with each other and the
     # event loop, and a bot's strength should not depend on how loaded the machine is.
-    return {"cpu_millis": mcts_millis} if name == "mcts" and mcts_millis is not None else {}
+    from gostop.bots import parse_spec
+
+    target, options = parse_spec(name)
+    if target == "mcts" and mcts_millis is not None and "cpu_millis" not in options:
+        return {"cpu_millis": mcts_millis}
+    return {}
 
 
 def _choose_id(name: str, options: Mapping[str, Any], seed: int, view_blob: bytes) -> int:
@@ -308,7 +313,7 @@ async def run_tournament(
             for seat, name in enumerate(spec.seats):
                 seed = derive_seed(spec.deal_seed, spec.rotation, seat)
                 bot_options = _bot_options(name, options.mcts_millis)
-                if name in HEAVY_BOTS and pool is not None:
+                if name.split(":")[0] in HEAVY_BOTS and pool is not None:
                     out.append(PoolPlayer(name, seed, bot_options, pool))
                 else:
                     out.append(InlinePlayer(name, seed, bot_options))
