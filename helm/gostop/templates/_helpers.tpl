@@ -65,7 +65,7 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/* "external", "inChart" or "memory". */}}
 {{- define "gostop.store" -}}
-{{- if .Values.redis.url }}external{{ else if .Values.redis.inChart.enabled }}inChart{{ else }}memory{{ end }}
+{{- if or .Values.redis.url .Values.redis.urlFromSecret }}external{{ else if .Values.redis.inChart.enabled }}inChart{{ else }}memory{{ end }}
 {{- end }}
 
 {{/* host:port the gRPC server binds (GOSTOP_LISTEN). */}}
@@ -87,10 +87,16 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "gostop.validate" -}}
 {{- $store := include "gostop.store" . }}
 {{- if and (eq $store "memory") (or .Values.autoscaling.enabled (gt (int .Values.replicaCount) 1)) }}
-{{- fail "the memory store keeps games inside one process: set redis.url (or redis.inChart.enabled) to run more than one replica or to autoscale" }}
+{{- fail "the memory store keeps games inside one process: set redis.url (or redis.urlFromSecret with GOSTOP_REDIS_URL in secrets.existingSecret, or redis.inChart.enabled) to run more than one replica or to autoscale" }}
 {{- end }}
 {{- if and (eq $store "memory") (gt (int .Values.config.workers) 1) }}
-{{- fail "config.workers above 1 needs a shared store: set redis.url (or redis.inChart.enabled)" }}
+{{- fail "config.workers above 1 needs a shared store: set redis.url (or redis.urlFromSecret, or redis.inChart.enabled)" }}
+{{- end }}
+{{- if and .Values.redis.urlFromSecret (not .Values.secrets.existingSecret) }}
+{{- fail "redis.urlFromSecret reads GOSTOP_REDIS_URL from your own Secret: set secrets.existingSecret to its name" }}
+{{- end }}
+{{- if and .Values.redis.urlFromSecret .Values.redis.url }}
+{{- fail "set either redis.url or redis.urlFromSecret, not both" }}
 {{- end }}
 {{- $drain := float64 .Values.config.drainSeconds }}
 {{- $needed := addf $drain (float64 .Values.preStopSleepSeconds) }}
