@@ -1,6 +1,6 @@
 # Every target installs what it needs first: a virtual env in .venv (the project editable, with
-# every extra), the generated gRPC code in clients/python/gostop/v1, a redis-server binary (Debian package) for the tests, and the buf
-# CLI (npm) for the proto lint; for the TypeScript and Go clients, their npm packages
+# every extra), the generated gRPC code in clients/python/gostop/v1, a redis-server binary (Debian
+# package) for the tests, and the buf CLI (npm) for the proto lint; for the TypeScript and Go clients, their npm packages
 # (clients/typescript/node_modules) and the Go protoc plugins (.tools/bin, pinned versions);
 # grpcurl (Go module, .tools/bin) for the tested examples of docs/grpcurl.md.
 PYTHON ?= python3

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import sys
 from collections.abc import Sequence
 
@@ -28,6 +29,16 @@ def tune_gc() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``gostop`` command; its exit status."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `gostop demo | head`: the reader left; no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="gostop", description="Go-Stop game engine and service")
     sub = parser.add_subparsers(dest="command", required=True)
     try:
@@ -37,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, text in (("serve", "run the gRPC game service"), ("settings", "print the table of server settings"),
                            ("play", "play against bots in the terminal"), ("tournament", "a bot tournament")):
             sub.add_parser(name, help=f"{text} (needs the [server] extra)").add_argument("rest", nargs="*")
-        bot_only(sub)
+        add_client_commands(sub)
         args, _ = parser.parse_known_args(argv)
         if args.command in ("serve", "settings", "play", "tournament"):
             sys.stderr.write(f"gostop {args.command}: {missing}\n")
@@ -50,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     tournament.add_arguments(sub.add_parser("tournament", help="a duplicate-deal bot tournament (docs/tournaments.md)"))
     play.add_play_arguments(sub.add_parser("play", help="play against bots in the terminal (docs/clients.md)"))
-    bot_only(sub)
+    add_client_commands(sub)
     args = parser.parse_args(argv)
     if args.command == "play":
         return play.play_command(args)
@@ -97,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def bot_only(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_client_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The commands that need no server: ``demo`` and ``bot``."""
     from gostop.tools import bot
 
