@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -38,8 +37,4 @@ class BuildPy(build_py):
         return [*super().get_outputs(include_bytecode), *getattr(self, "_generated", [])]
 
 
-def _cmdclass() -> dict[str, Any]:
-    return {"build_py": BuildPy}
-
-
-setup(cmdclass=_cmdclass())
+setup(cmdclass={"build_py": BuildPy})

@@ -23,7 +23,7 @@ from gostop.v1 import game_pb2_grpc as pb_grpc
 
 from .measure import Clock, Tally, Worker, run_workers, timed
 from .processes import connections_by_pid
-from .settings import CALL_TIMEOUT, CHANNEL_OPTIONS, OPERATOR_KEY, PLAYERS, PRESET, Metadata
+from .settings import CALL_TIMEOUT, CHANNEL_OPTIONS, OPERATOR, PLAYERS, PRESET, Metadata
 
 # ----------------------------------------------------------------------------- games
 
@@ -53,7 +53,7 @@ class Games:
         seed = self.seeds.getrandbits(63)
         response = await self.stub.CreateGame(
             pb.CreateGameRequest(preset=PRESET, players=PLAYERS, seed=seed), timeout=CALL_TIMEOUT,
-            metadata=(("x-api-key", OPERATOR_KEY),),
+            metadata=OPERATOR,
         )
         match, _ = new_match(self.rules, seed, 1)
         seats: list[Metadata] = [(("authorization", "Bearer " + s.token),) for s in response.seats]

@@ -35,7 +35,7 @@ from testkit.redis_server import RedisServer
 
 from .processes import ServerProcess
 from .service import wait_serving
-from .settings import OPERATOR_KEY
+from .settings import OPERATOR
 
 
 def rss_bytes(pid: int) -> int:
@@ -78,7 +78,7 @@ class Played:
 async def play(stub: Any, rng: random.Random, moves: int | None) -> Played:
     """Create a game and play ``moves`` random legal actions (None: to the end of the round)."""
     created = await stub.CreateGame(pb.CreateGameRequest(preset="standard", players=2, seed=rng.getrandbits(63)),
-                                    metadata=(("x-api-key", OPERATOR_KEY),))
+                                    metadata=OPERATOR)
     tokens = {s.seat: (("authorization", "Bearer " + s.token),) for s in created.seats}
     view, version, done = created.view, created.version, 0
     while view.phase != pb.PHASE_OVER and (moves is None or done < moves):

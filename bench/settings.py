@@ -29,5 +29,7 @@ CHANNEL_OPTIONS = (("grpc.use_local_subchannel_pool", 1),)
 """Each channel keeps its own connection: by default gRPC shares one TCP connection among the
 channels of a process that have the same target and options, and a connection goes to one worker."""
 Metadata = tuple[tuple[str, str], ...]
+OPERATOR: Metadata = (("x-api-key", OPERATOR_KEY),)
+"""The metadata that creates the benchmark's games."""
 RPCS = ("health", "submit", "get")
 RPC_NAMES = {"health": "Health/Check", "submit": "SubmitAction", "get": "GetGame"}

@@ -31,14 +31,8 @@ EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED
 PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION
 
 
-@pytest.fixture
-def backend(store_url: str) -> str:
-    """The store URL: "" (memory) or the session's Redis."""
-    return store_url
-
-
-async def test_message_size_is_bounded(backend: str) -> None:
-    async with running_server(config(backend, max_message_bytes=2048)) as api:
+async def test_message_size_is_bounded(store_url: str) -> None:
+    async with running_server(config(store_url, max_message_bytes=2048)) as api:
         game = await api.create(seed=1)
         seat, v = await api.to_move(game)
         big = "r" * 3000
@@ -47,7 +41,7 @@ async def test_message_size_is_bounded(backend: str) -> None:
             metadata=game.md(seat)))
         await expect_size(api.stub.CreateGame(pb.CreateGameRequest(preset="standard" + " " * 3000), metadata=OPERATOR))
         # A response over the limit is refused too (ListRuleSets is larger than 2 KiB).
-        async with running_server(config(backend, max_message_bytes=512)) as small:
+        async with running_server(config(store_url, max_message_bytes=512)) as small:
             await expect_size(small.stub.ListRuleSets(pb.ListRuleSetsRequest()))
         assert (await api.get(game)).version == 1, "an oversized request changed the game"
         record(bad_inputs_oversized=3)
@@ -62,9 +56,9 @@ async def expect_size(call: object) -> None:
     raise AssertionError("an oversized message was accepted")
 
 
-async def test_actions_per_game_are_bounded(backend: str) -> None:
+async def test_actions_per_game_are_bounded(store_url: str) -> None:
     limit = 6
-    async with running_server(config(backend, max_actions_per_game=limit)) as api:
+    async with running_server(config(store_url, max_actions_per_game=limit)) as api:
         game = await api.create("standard", seed=61)
         rng = random.Random(61)
         while game.version < limit:
@@ -128,16 +122,16 @@ async def _play_directly(api: Api, game_id: str, steps: int, rng: random.Random)
     return version
 
 
-async def test_abandoned_and_finished_games_expire(backend: str) -> None:
-    async with running_server(config(backend, game_ttl_seconds=1, finished_ttl_seconds=1)) as api:
+async def test_abandoned_and_finished_games_expire(store_url: str) -> None:
+    async with running_server(config(store_url, game_ttl_seconds=1, finished_ttl_seconds=1)) as api:
         abandoned = await api.create(seed=71)
         seat, v = await api.to_move(abandoned)
         await api.submit(abandoned, seat, v.legal_actions[0].id)  # a commit renews the TTL, for 1 s
         finished = await api.create(seed=72)
         await api.play_round(finished, random.Random(72))
         assert (await api.get(finished)).view.match.finished
-        if backend:
-            redis = _redis(backend)
+        if store_url:
+            redis = _redis(store_url)
             for gid in (abandoned.id, finished.id):
                 for key in ("snap", "log", "req"):
                     ttl = redis.command("PTTL", f"gostop:{{{gid}}}:{key}")
@@ -149,9 +143,9 @@ async def test_abandoned_and_finished_games_expire(backend: str) -> None:
             await expect(api.get(game, 0), grpc.StatusCode.NOT_FOUND, "GAME_NOT_FOUND")
             await expect(api.submit(game, 0, 0, version=2), grpc.StatusCode.NOT_FOUND, "GAME_NOT_FOUND")
             await expect(api.log(game), grpc.StatusCode.NOT_FOUND, "GAME_NOT_FOUND")
-            if backend:
+            if store_url:
                 keys = [f"gostop:{{{game.id}}}:{k}" for k in ("snap", "log", "req")]
-                assert _redis(backend).command("EXISTS", *keys) == 0
+                assert _redis(store_url).command("EXISTS", *keys) == 0
         record(games_expired=2)
 
 

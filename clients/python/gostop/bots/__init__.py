@@ -42,7 +42,7 @@ def make_bot(spec: str, seed: int = 0, **options: Any) -> Bot:
     or a name registered in the ``gostop.bots`` entry-point group, each optionally followed by
     ``:key=value,...`` (see ``gostop.bots.plugins``). ``BotSpecError`` (a ``ValueError``) says why a
     spec builds no bot."""
-    return _make(spec, seed, BUILTIN_BOTS, **options)
+    return _make(spec, seed, **options)
 
 
 def check_bot(spec: str) -> None:

@@ -27,7 +27,7 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any, Final
 
@@ -150,14 +150,12 @@ def _build(maker: Any, spec: str, seed: int, options: dict[str, Any]) -> Bot:
     return checked
 
 
-def make(spec: str, seed: int = 0, builtins: dict[str, Callable[..., Bot]] | None = None, **options: Any) -> Bot:
+def make(spec: str, seed: int = 0, **options: Any) -> Bot:
     """Build the bot of ``spec`` with ``seed``; keyword ``options`` add to (and override) the spec's."""
+    from . import BUILTIN_BOTS as builtins
+
     target, spec_options = parse_spec(spec)
     spec_options.update(options)
-    if builtins is None:
-        from . import BUILTIN_BOTS
-
-        builtins = BUILTIN_BOTS
     if ":" in target:
         return _build(_import(target), spec, seed, spec_options)
     if target in builtins:

@@ -40,6 +40,13 @@ def _bot_options(name: str, mcts_millis: float | None) -> dict[str, Any]:
     return {}
 
 
+def _heavy(spec: str) -> bool:
+    """Whether the bot of ``spec`` decides in the process pool (``HEAVY_BOTS``, options or not)."""
+    from gostop.bots import parse_spec
+
+    return parse_spec(spec)[0] in HEAVY_BOTS
+
+
 def _choose_id(name: str, options: Mapping[str, Any], seed: int, view_blob: bytes) -> int:
     """One decision of a freshly built bot (the process-pool task): the chosen legal-action id."""
     from gostop.bots import make_bot
@@ -293,7 +300,7 @@ async def run_tournament(
         if not explicit:
             _say("no operator key: the server deals every game from its own random seed, so the deals are "
                  "not duplicated across rotations (pass --operator-key for duplicate deals)")
-        if todo and any(b in HEAVY_BOTS for b in options.bots):
+        if todo and any(_heavy(b) for b in options.bots):
             workers = options.workers or os.cpu_count() or 1
             # spawn, not fork: the parent already runs gRPC threads.
             pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
@@ -313,7 +320,7 @@ async def run_tournament(
             for seat, name in enumerate(spec.seats):
                 seed = derive_seed(spec.deal_seed, spec.rotation, seat)
                 bot_options = _bot_options(name, options.mcts_millis)
-                if name.split(":")[0] in HEAVY_BOTS and pool is not None:
+                if _heavy(name) and pool is not None:
                     out.append(PoolPlayer(name, seed, bot_options, pool))
                 else:
                     out.append(InlinePlayer(name, seed, bot_options))
