@@ -206,6 +206,7 @@ class Games:
         self._cache: OrderedDict[str, tuple[int, Match, RoundPlays | None]] = OrderedDict()
         """The last committed (or read) version of each recent game, with its round's plays
         encoded once that version was viewed or reached by a commit (``service.plays``)."""
+        metrics.games_cached.set_function(lambda: len(self._cache))
         self._store_latency: dict[str, Any] = {}
         """The labelled store-latency histogram per operation (a labels() lookup per call is costly)."""
         self._views: OrderedDict[tuple[str, int], tuple[int, pb.GetGameResponse]] = OrderedDict()
@@ -324,7 +325,7 @@ class Games:
         else:  # pragma: no cover - 96-bit ids do not collide
             raise ServiceError(grpc.StatusCode.INTERNAL, "ID_EXHAUSTED", "could not allocate a game id")
         self._remember(game_id, 1, match)
-        self.metrics.games_created.labels(rules.name).inc()
+        self.metrics.games_created.labels(rules.name, str(rules.players)).inc()
         self._count_round(match, events)
         out = pb.CreateGameResponse(game_id=game_id, version=1, rules=convert.rules_to_pb(rules),
                                     deal_commitment=commitment)

@@ -111,7 +111,9 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
         streaming = kind == "server_stream"
         started_count = m.started.labels(kind, service, name)
         handling = m.handling.labels(kind, service, name)
-        sent = m.stream_sent.labels(kind, service, name)
+        received = m.msg_received.labels(kind, service, name)
+        sent = m.msg_sent.labels(kind, service, name)
+        in_flight = m.in_flight.labels(kind, service, name)
         handled: dict[grpc.StatusCode, Any] = {}
         deserialize = handler.request_deserializer
 
@@ -143,16 +145,22 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 structlog.contextvars.clear_contextvars()
                 started_count.inc()
+                received.inc()  # a unary call's one request, as grpc-go's interceptors count it
+                in_flight.inc()
                 started = time.perf_counter()
                 try:
-                    response = await inner(_decode(deserialize, request), context)
-                except asyncio.CancelledError:
-                    finish(started, grpc.StatusCode.CANCELLED)
-                    raise
-                except Exception as exc:
-                    await fail(started, exc, context)
-                finish(started, grpc.StatusCode.OK)
-                return response
+                    try:
+                        response = await inner(_decode(deserialize, request), context)
+                    except asyncio.CancelledError:
+                        finish(started, grpc.StatusCode.CANCELLED)
+                        raise
+                    except Exception as exc:
+                        await fail(started, exc, context)
+                    finish(started, grpc.StatusCode.OK)
+                    sent.inc()
+                    return response
+                finally:
+                    in_flight.dec()
 
             return grpc.unary_unary_rpc_method_handler(
                 unary, request_deserializer=None,
@@ -164,17 +172,22 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
             async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 structlog.contextvars.clear_contextvars()
                 started_count.inc()
+                received.inc()
+                in_flight.inc()
                 started = time.perf_counter()
                 try:
-                    async for item in inner_stream(_decode(deserialize, request), context):
-                        sent.inc()
-                        yield item
-                except asyncio.CancelledError:
-                    finish(started, grpc.StatusCode.CANCELLED)
-                    raise
-                except Exception as exc:
-                    await fail(started, exc, context)
-                finish(started, grpc.StatusCode.OK)
+                    try:
+                        async for item in inner_stream(_decode(deserialize, request), context):
+                            sent.inc()
+                            yield item
+                    except asyncio.CancelledError:
+                        finish(started, grpc.StatusCode.CANCELLED)
+                        raise
+                    except Exception as exc:
+                        await fail(started, exc, context)
+                    finish(started, grpc.StatusCode.OK)
+                finally:
+                    in_flight.dec()
 
             return grpc.unary_stream_rpc_method_handler(
                 stream, request_deserializer=None,
@@ -251,6 +264,7 @@ class Server:
         self.ephemeral_secret = not config.token_secret
         auth = Authenticator(secret, config.keys("api_keys"), config.keys("operator_keys"))
         self.games = Games(self.store, auth, config, self.metrics)
+        self.metrics.watch_streams.set_function(lambda: self.games.streams.total)
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),

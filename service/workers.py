@@ -8,7 +8,12 @@ and keeps them running:
 - every worker gets the same configuration, passed as ``GOSTOP_*`` environment variables, and
   the same token secret (a random one is made here when none is configured, so that a seat
   token issued by one worker is accepted by all);
-- worker ``i`` serves its Prometheus metrics on ``metrics_port + i``;
+- worker ``i`` serves its Prometheus metrics on ``metrics_port + i``: each worker is a scrape
+  target of its own (the Helm chart names one container port per worker, ``metrics``,
+  ``metrics-1``, ...), so every metric is per process and a sum over workers is PromQL's ``sum``.
+  (One aggregate endpoint, prometheus_client's multiprocess mode, would need the supervisor to
+  serve HTTP, a shared directory cleaned of dead workers' files, and gauges that cannot be read
+  when scraped; per-worker ports keep every worker an ordinary server);
 - a worker that exits unexpectedly is started again (after one second); if workers keep
   failing right after starting (a port in use, a bad setting), the supervisor gives up;
 - SIGTERM or SIGINT is passed on to every worker, which drains its calls as a single server
@@ -54,8 +59,17 @@ def check(config: Config) -> None:
         raise ValueError(
             "several workers need a shared store: set GOSTOP_REDIS_URL (the memory store lives in one process)"
         )
-    if config.listen.rpartition(":")[2] == "0":
+    port = config.listen.rpartition(":")[2]
+    if port == "0":
         raise ValueError("several workers need a fixed port to share (not port 0)")
+    if config.metrics_port:
+        last = config.metrics_port + config.workers - 1
+        if last > 65535:
+            raise ValueError(f"worker metrics ports {config.metrics_port}-{last} go past 65535: lower "
+                             "GOSTOP_METRICS_PORT")
+        if port.isdigit() and config.metrics_port <= int(port) <= last:
+            raise ValueError(f"the listen port {port} is among the worker metrics ports {config.metrics_port}-{last} "
+                             "(worker i serves metrics on GOSTOP_METRICS_PORT + i): move one of them")
 
 
 def worker_index(env: Mapping[str, str] | None = None) -> int | None:

@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
-from gostop.engine import PRESETS
+from gostop.engine import PRESET_PLAYERS, PRESETS
 from gostop.service.store_api import Snapshot
 from gostop.v1 import game_pb2 as pb
 from testkit.redis_server import RedisServer, free_port
@@ -316,6 +316,7 @@ _LABEL_VALUES = {
     "grpc_method": {m.name for m in pb.DESCRIPTOR.services_by_name["GameService"].methods},
     "grpc_code": {c.name for c in grpc.StatusCode},
     "preset": set(PRESETS),
+    "players": {str(n) for counts in PRESET_PLAYERS.values() for n in counts},
     "outcome": {"stop", "best_score", "instant_win", "instant_loss", "nagari"},
     "kind": {"play", "bomb", "flip", "capture", "keep", "convert", "go", "stop", "join", "sit", "sell", "decline",
              "next_round"},
@@ -354,7 +355,7 @@ async def test_metrics_endpoint(service_redis: RedisServer) -> None:
                  "gostop_version_conflicts_total", "gostop_store_seconds_bucket", "grpc_server_handling_seconds_bucket",
                  "grpc_server_started_total"):
         assert name in by_name, f"{name} missing"
-    assert {"preset": "house"} in by_name["gostop_games_created_total"]
+    assert {"preset": "house", "players": "2"} in by_name["gostop_games_created_total"]
     assert {"kind": "next_round"} in by_name["gostop_actions_total"]
     assert {"store": "redis", "op": "commit"} in [
         {k: v for k, v in labels.items() if k != "le"} for labels in by_name["gostop_store_seconds_bucket"]]

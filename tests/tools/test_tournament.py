@@ -44,8 +44,9 @@ def options(out: Path, games: int = DEALS, **more: Any) -> t.Options:
 
 
 def created(server: Any) -> float:
-    value = server.metrics.registry.get_sample_value("gostop_games_created_total", {"preset": "standard"})
-    return 0.0 if value is None else float(value)
+    """Standard games the server created (summed over the numbers of players)."""
+    return sum(float(s.value) for family in server.metrics.registry.collect() for s in family.samples
+               if s.name == "gostop_games_created_total" and s.labels["preset"] == "standard")
 
 
 def records(out: Path) -> list[dict[str, Any]]:
