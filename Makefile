@@ -229,7 +229,7 @@ go-generate: $(GO_PLUGINS) $(BUF)
 
 go-client: $(GO_PLUGINS) $(BUF)
 	cd $(GO_CLIENT) && go build -buildvcs=false ./... && go vet ./... && \
-		go build -buildvcs=false -o bin/ ./examples/randombot ./cmd/conformance
+		go build -buildvcs=false -o bin/ ./examples/randombot ./examples/botserver ./cmd/conformance
 
 clean:
 	rm -rf $(VENV) .tools clients/python/gostop/v1 .mypy_cache .pytest_cache .ruff_cache .hypothesis

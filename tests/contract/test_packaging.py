@@ -70,6 +70,7 @@ def test_the_wheel_is_one_namespace_with_its_generated_code(wheel: Path) -> None
     tops = {name.split("/")[0] for name in names}
     assert tops == {"gostop", wheel.name.split("-py3")[0] + ".dist-info"}, tops
     for module in ("gostop/v1/__init__.py", "gostop/v1/game_pb2.py", "gostop/v1/game_pb2_grpc.py",
+                   "gostop/v1/bot_pb2.py", "gostop/v1/bot_pb2_grpc.py", "gostop/v1/bot_pb2.pyi",
                    "gostop/v1/game_pb2.pyi", "gostop/engine/game.py", "gostop/wire/convert.py",
                    "gostop/service/server.py", "gostop/client/client.py", "gostop/bots/mcts.py",
                    "gostop/tools/cli.py", "gostop/py.typed"):

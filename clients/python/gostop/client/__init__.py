@@ -2,7 +2,8 @@
 
 ``GostopClient`` (blocking, ``grpc``) and ``AsyncGostopClient`` (asyncio, ``grpc.aio``) have the same
 methods; failures are ``GostopError`` subclasses (``gostop.client.errors``); ``run_seats`` plays seats
-of a game with any bot (``gostop.client.runner``).
+of a game with any bot (``gostop.client.runner``); ``RemoteBot`` asks a bot served as a
+``gostop.v1.BotService`` (any language) for a seat's decisions (``gostop.client.remote_bot``).
 """
 
 from .client import (
@@ -38,6 +39,7 @@ from .errors import (
     Unavailable,
     error_from_rpc,
 )
+from .remote_bot import RemoteBot, RemoteBotError
 from .runner import BotError, Chooser, RunReport, SeatRunner, run_seats
 
 __all__ = [
@@ -62,6 +64,8 @@ __all__ = [
     "InvalidRequest",
     "NotYourTurnError",
     "PermissionDenied",
+    "RemoteBot",
+    "RemoteBotError",
     "RequestIdReused",
     "RetryPolicy",
     "RoundInProgress",
