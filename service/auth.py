@@ -42,15 +42,20 @@ class Caller:
     seat: int | None
     api_key: bool
     operator: bool
+    bot_seat: int | None = None
+    """With a bot-worker key: the seat the worker acts for (``x-bot-seat``), which the game must
+    have declared a bot seat (``Games`` checks)."""
 
 
 class Authenticator:
-    def __init__(self, secret: bytes, api_keys: Sequence[str] = (), operator_keys: Sequence[str] = ()) -> None:
+    def __init__(self, secret: bytes, api_keys: Sequence[str] = (), operator_keys: Sequence[str] = (),
+                 bot_keys: Sequence[str] = ()) -> None:
         if len(secret) < 16:
             raise ValueError("the token secret must be at least 16 bytes")
         self._secret = secret
         self._api_keys = tuple(_as_bytes(k) for k in api_keys if k)
         self._operator_keys = tuple(_as_bytes(k) for k in operator_keys if k)
+        self._bot_keys = tuple(_as_bytes(k) for k in bot_keys if k)
         self._verified: dict[str, tuple[str, int]] = {}
         """Token → (game id, seat) of tokens whose signature was checked (an HMAC costs ~5 µs)."""
 
@@ -74,6 +79,7 @@ class Authenticator:
         """
         token: bytes | None = None
         key: bytes | None = None
+        bot_seat: bytes | None = None
         for name, value in metadata:
             raw = _as_bytes(value)
             if name == "authorization":
@@ -82,15 +88,20 @@ class Authenticator:
                 token = raw[len(b"Bearer "):].strip()
             elif name == "x-api-key":
                 key = raw.strip()
-        api = operator = False
+            elif name == "x-bot-seat":
+                bot_seat = raw.strip()
+        api = operator = bot = False
         if key is not None:
-            if not (self._api_keys or self._operator_keys):
+            if not (self._api_keys or self._operator_keys or self._bot_keys):
                 raise unauthenticated("this server has no API keys configured: call without x-api-key")
             if len(key) <= _MAX_CREDENTIAL:
                 operator = any(hmac.compare_digest(key, k) for k in self._operator_keys)
                 api = operator or any(hmac.compare_digest(key, k) for k in self._api_keys)
-            if not api:
+                bot = not api and any(hmac.compare_digest(key, k) for k in self._bot_keys)
+            if not (api or bot):
                 raise unauthenticated("unknown API key")
+        if bot_seat is not None or bot:
+            return self._bot_caller(bot, bot_seat, token)
         if token is None:
             return Caller(None, None, api, operator)
         text = token.decode("ascii", "replace")
@@ -107,6 +118,23 @@ class Authenticator:
             self._verified.clear()
         self._verified[text] = (game_id, seat)
         return Caller(game_id, seat, api, operator)
+
+
+    @staticmethod
+    def _bot_caller(bot: bool, seat: bytes | None, token: bytes | None) -> Caller:
+        """A bot worker: a bot key and the seat it acts for, nothing else."""
+        if not bot:
+            raise unauthenticated("x-bot-seat needs a bot-worker key (x-api-key)")
+        if token is not None:
+            raise unauthenticated("a bot worker acts by x-bot-seat, without a seat token")
+        if seat is None:
+            raise unauthenticated("a bot-worker key needs x-bot-seat: the seat it acts for")
+        if not _BOT_SEAT.fullmatch(seat):
+            raise unauthenticated("x-bot-seat must be a seat number (0-9)")
+        return Caller(None, None, False, False, int(seat))
+
+
+_BOT_SEAT = re.compile(rb"[0-9]")
 
 
 def seat_in(caller: Caller, game_id: str) -> int | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -68,6 +69,25 @@ SETTINGS: tuple[Setting, ...] = (
             "within 20 s"),
     Setting("max_concurrent_streams", "GOSTOP_MAX_CONCURRENT_STREAMS", 100,
             "calls (streams) open at once on one client connection"),
+    Setting("bot_keys", "GOSTOP_BOT_KEYS", "",
+            "comma-separated bot-worker keys: a bot worker acts with one (x-api-key) for the bot seats only"),
+    Setting("bot_worker", "GOSTOP_BOT_WORKER", "auto",
+            "auto (an in-process bot worker with the memory store, none with Redis: run gostop bots serve), "
+            "on or off"),
+    Setting("bot_budget_ms", "GOSTOP_BOT_BUDGET_MS", 200,
+            "a bot seat's CPU budget per decision when CreateGame names none (ms)"),
+    Setting("bot_budget_max_ms", "GOSTOP_BOT_BUDGET_MAX_MS", 2000,
+            "the largest budget per decision a bot seat may ask for (ms)"),
+    Setting("bot_plugins", "GOSTOP_BOT_PLUGINS", "",
+            "plugin bots bot seats may name, comma-separated (module:attribute, or a name of the gostop.bots "
+            "entry points), installed on the bot workers; empty: built-in and remote bots only"),
+    Setting("remote_bots", "GOSTOP_REMOTE_BOTS", "",
+            "remote bots bot seats may name as remote:NAME: comma-separated NAME=HOST:PORT (BotService servers)"),
+    Setting("bot_shards", "GOSTOP_BOT_SHARDS", 8,
+            "Redis streams the pending bot turns are spread over (one Cluster slot each); the same on "
+            "every server and bot worker"),
+    Setting("bot_claim_idle_ms", "GOSTOP_BOT_CLAIM_IDLE_MS", 15000,
+            "a bot turn a worker took and did not finish in this long is claimed by another worker"),
 )
 
 
@@ -101,11 +121,35 @@ class Config:
     max_connection_idle_seconds: float = 300.0
     keepalive_seconds: float = 60.0
     max_concurrent_streams: int = 100
+    bot_keys: str = ""
+    bot_worker: str = "auto"
+    bot_budget_ms: int = 200
+    bot_budget_max_ms: int = 2000
+    bot_plugins: str = ""
+    remote_bots: str = ""
+    bot_shards: int = 8
+    bot_claim_idle_ms: int = 15000
 
     def keys(self, name: str) -> tuple[str, ...]:
         return tuple(k.strip() for k in getattr(self, name).split(",") if k.strip())
 
+    def remote_bot_addresses(self) -> dict[str, str]:
+        """``remote_bots`` as NAME -> HOST:PORT."""
+        return parse_remote_bots(self.remote_bots)
+
     def __post_init__(self) -> None:
+        if self.bot_worker not in ("auto", "on", "off"):
+            raise ValueError("GOSTOP_BOT_WORKER must be auto, on or off")
+        for plugin in self.keys("bot_plugins"):
+            if not _PLUGIN.fullmatch(plugin) or plugin.split(":")[0] in ("random", "greedy", "mcts", "remote"):
+                raise ValueError(f"GOSTOP_BOT_PLUGINS: {plugin!r} is not a plugin name or module:attribute")
+        if not 1 <= self.bot_budget_max_ms <= MAX_BOT_BUDGET_MS:
+            raise ValueError(f"bot_budget_max_ms must be 1-{MAX_BOT_BUDGET_MS}")
+        if not 1 <= self.bot_budget_ms <= self.bot_budget_max_ms:
+            raise ValueError("bot_budget_ms must be 1 to bot_budget_max_ms")
+        if not 1 <= self.bot_shards <= 1024:
+            raise ValueError("bot_shards must be 1-1024")
+        parse_remote_bots(self.remote_bots)
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ValueError("set both GOSTOP_TLS_CERT and GOSTOP_TLS_KEY, or neither")
         if self.event_loop not in ("uvloop", "asyncio"):
@@ -117,12 +161,41 @@ class Config:
         for name in ("game_ttl_seconds", "finished_ttl_seconds", "max_message_bytes", "max_actions_per_game",
                      "workers", "redis_blocking_reads", "max_connection_age_seconds",
                      "max_connection_age_grace_seconds", "max_connection_idle_seconds", "keepalive_seconds",
-                     "max_concurrent_streams"):
+                     "max_concurrent_streams", "bot_claim_idle_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
         for name in ("max_watch_per_game", "max_watch_per_seat", "max_watch_per_peer"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
+
+
+MAX_BOT_BUDGET_MS = 60000
+"""The largest per-decision budget any server may allow (a minute: a bot seat is for playing)."""
+_PLUGIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}(:[A-Za-z_][A-Za-z0-9_.]{0,127})?")
+_REMOTE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+_ADDRESS = re.compile(r"[A-Za-z0-9._-]{1,253}:[0-9]{1,5}|\[[0-9A-Fa-f:.]{2,45}\]:[0-9]{1,5}")
+
+
+def parse_remote_bots(text: str) -> dict[str, str]:
+    """``NAME=HOST:PORT,...`` as NAME -> HOST:PORT; ``ValueError`` naming the first bad item.
+
+    >>> parse_remote_bots("ts=127.0.0.1:7001, go=bots.games.svc:7002")
+    {'ts': '127.0.0.1:7001', 'go': 'bots.games.svc:7002'}
+    """
+    out: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, sep, address = item.partition("=")
+        name, address = name.strip(), address.strip()
+        if not sep or not _REMOTE_NAME.fullmatch(name):
+            raise ValueError(f"remote bot {item!r}: write NAME=HOST:PORT, NAME of a-z 0-9 _ - (at most 32)")
+        if not _ADDRESS.fullmatch(address) or not 0 < int(address.rpartition(":")[2]) < 65536:
+            raise ValueError(f"remote bot {name!r}: {address!r} is not HOST:PORT")
+        if name in out:
+            raise ValueError(f"remote bot {name!r} is named twice")
+        out[name] = address
+    return out
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:

@@ -47,6 +47,8 @@ from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
 
 from .auth import Authenticator, Caller, seat_in
+from .bot_queue import BotQueue, BotTurn, now_ms
+from .bot_seats import BotSeatSpec, bot_seats_from_doc, bot_seats_to_doc, decider, parse_bot_seats
 from .config import Config
 from .errors import ServiceError, denied, invalid, not_found, precondition, stale, unauthenticated
 from .metrics import Metrics
@@ -216,6 +218,14 @@ class Games:
                                    config.max_watch_per_peer)
         self._closing = asyncio.Event()
         """Set when the server begins to drain: open WatchGame streams end at once."""
+        self.bot_queue: BotQueue | None = None
+        """Where turns of bot seats are pushed for the bot workers (None: this server has no bot seats)."""
+        self._bot_seats: OrderedDict[str, tuple[BotSeatSpec, ...]] = OrderedDict()
+        """Each recent game's bot seats (fixed at creation)."""
+        self._bot_turns_seen: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        """Per game: the version at which this process last saw (or pushed) a bot turn, and when
+        (monotonic seconds): a turn seen waiting longer than the claim time is pushed again."""
+        self._background: set[asyncio.Task[None]] = set()
 
     def begin_shutdown(self) -> int:
         """End every open WatchGame stream (UNAVAILABLE, ``SHUTTING_DOWN``: clients resume from their
@@ -296,10 +306,15 @@ class Games:
         if rounds < 0:
             raise invalid("BAD_ROUNDS", "rounds must be 0 (open-ended) or more", field="rounds")
         deal = convert.deal_from_pb(req.deal) if req.HasField("deal") else None
+        bots = parse_bot_seats(req.bot_seats, rules.players, self.config)
+        if bots and self.bot_queue is None:
+            raise precondition("NO_BOT_WORKERS", "this server has no bot queue: bot seats are not available")
         client_seed = req.seed if req.HasField("seed") else None
         commitment = pb.DealCommitment(scheme=FAIR_SCHEME)
         for _ in range(5):
             extra: dict[str, Any] = {"rounds": rounds}
+            if bots:
+                extra["bots"] = bot_seats_to_doc(bots)
             if caller.operator and (deal is not None or client_seed is not None):
                 # An operator's seed is the match seed (a replay); an operator's deal is used as given.
                 game_id = secrets.token_urlsafe(12)
@@ -325,19 +340,93 @@ class Games:
         else:  # pragma: no cover - 96-bit ids do not collide
             raise ServiceError(grpc.StatusCode.INTERNAL, "ID_EXHAUSTED", "could not allocate a game id")
         self._remember(game_id, 1, match)
+        _bounded_put(self._bot_seats, game_id, bots, self.config.snapshot_cache)
         self.metrics.games_created.labels(rules.name, str(rules.players)).inc()
         self._count_round(match, events)
         out = pb.CreateGameResponse(game_id=game_id, version=1, rules=convert.rules_to_pb(rules),
                                     deal_commitment=commitment)
+        bot_seat_numbers = {b.seat for b in bots}
         for seat in range(rules.players):
-            out.seats.add(seat=seat, token=self.auth.issue(game_id, seat))
+            if seat not in bot_seat_numbers:
+                out.seats.add(seat=seat, token=self.auth.issue(game_id, seat))
+        out.bot_seats.extend(b.to_pb() for b in bots)
         convert.view_to_pb(view(match.round), match, game_id, 1, out.view)
+        out.view.bot_seats.extend(b.to_pb() for b in bots)
+        await self._push_bot_turn(game_id, 1, match, bots)
         return out
 
+    # ------------------------------------------------------------------ bot seats
+
+    async def bot_seats(self, game_id: str) -> tuple[BotSeatSpec, ...]:
+        """The game's bot seats: remembered, or read from its first log entry (``not_found`` for no game)."""
+        known = self._bot_seats.get(game_id)
+        if known is not None:
+            return known
+        first = await self._timed("read_log", self.store.read_log(game_id, 0, 1))
+        if not first:
+            raise not_found(game_id)
+        seats = bot_seats_from_doc(_read_entry(first[0].entry).get("bots"))
+        _bounded_put(self._bot_seats, game_id, seats, self.config.snapshot_cache)
+        return seats
+
+    async def _caller_seat(self, caller: Caller, game_id: str) -> int | None:
+        """The caller's seat in the game (None: a spectator); a bot worker's only if it is a bot seat."""
+        _check_game_id(game_id)
+        if caller.bot_seat is None:
+            return seat_in(caller, game_id)
+        if not any(b.seat == caller.bot_seat for b in await self.bot_seats(game_id)):
+            raise denied("NOT_A_BOT_SEAT", f"seat {caller.bot_seat} of this game is not a bot seat: "
+                         "a bot-worker key acts only for bot seats")
+        return caller.bot_seat
+
+    async def _push_bot_turn(self, game_id: str, version: int, match: Match,
+                             bots: tuple[BotSeatSpec, ...]) -> None:
+        """Queue the bot turn the game now waits for, if any. A failed push is retried in the
+        background: the commit it follows stands whatever happens to the push."""
+        due = decider(match, bots)
+        if due is None or self.bot_queue is None:
+            return
+        spec, kind = due
+        turn = BotTurn(game_id, version, spec.seat, spec.bot, spec.budget_ms, kind, now_ms())
+        _bounded_put(self._bot_turns_seen, game_id, (version, time.monotonic()), self.config.snapshot_cache)
+        try:
+            await self.bot_queue.push(turn)
+        except StoreUnavailable:
+            self.metrics.bot_push_failures.inc()
+            task = asyncio.ensure_future(self._push_later(turn))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _push_later(self, turn: BotTurn) -> None:
+        assert self.bot_queue is not None
+        for delay in (0.1, 0.5, 1, 2, 5, 10):
+            await asyncio.sleep(delay)
+            try:
+                await self.bot_queue.push(turn)
+                return
+            except StoreUnavailable:
+                self.metrics.bot_push_failures.inc()
+
+    async def _nudge_bot_turn(self, game_id: str, version: int, match: Match) -> None:
+        """Push a bot turn again when this process has seen it wait longer than the claim time
+        (its push was lost with a process that died right after its commit)."""
+        if self.bot_queue is None:
+            return
+        bots = await self.bot_seats(game_id)
+        if decider(match, bots) is None:
+            return
+        seen = self._bot_turns_seen.get(game_id)
+        now = time.monotonic()
+        if seen is None or seen[0] != version:
+            _bounded_put(self._bot_turns_seen, game_id, (version, now), self.config.snapshot_cache)
+        elif now - seen[1] >= self.config.bot_claim_idle_ms / 1000:
+            await self._push_bot_turn(game_id, version, match, bots)
+
     async def get(self, req: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
-        _check_game_id(req.game_id)
-        seat = seat_in(caller, req.game_id)
+        seat = await self._caller_seat(caller, req.game_id)
         version, match, plays = await self._load(req.game_id)
+        if self.bot_queue is not None:
+            await self._nudge_bot_turn(req.game_id, version, match)
         key = (req.game_id, -1 if seat is None else seat)
         hit = self._views.get(key)
         if hit is not None and hit[0] == version:
@@ -347,6 +436,7 @@ class Games:
             self._remember(req.game_id, version, match, plays)
         response = pb.GetGameResponse(version=version)
         self._view(req.game_id, version, match, seat, response.view, plays)
+        response.view.bot_seats.extend(b.to_pb() for b in await self.bot_seats(req.game_id))
         _bounded_put(self._views, key, (version, response), 2 * self.config.snapshot_cache)
         return response
 
@@ -357,15 +447,14 @@ class Games:
             raise denied("NO_SUCH_SEAT", "the seat token names a seat this game does not have")
         convert.view_to_pb(view(match.round, -1 if seat is None else seat), match, game_id, version, out, plays.view)
 
-    def _seat(self, caller: Caller, game_id: str) -> int:
-        _check_game_id(game_id)
-        seat = seat_in(caller, game_id)
+    async def _seat(self, caller: Caller, game_id: str) -> int:
+        seat = await self._caller_seat(caller, game_id)
         if seat is None:
             raise unauthenticated("this call needs a seat token (authorization: Bearer <token>)")
         return seat
 
     async def submit(self, req: pb.SubmitActionRequest, caller: Caller) -> pb.SubmitActionResponse:
-        seat = self._seat(caller, req.game_id)
+        seat = await self._seat(caller, req.game_id)
         which = req.WhichOneof("action")
         if which == "action_id":
             action = action_from_id(req.action_id)
@@ -384,7 +473,7 @@ class Games:
         return response
 
     async def start_next_round(self, req: pb.StartNextRoundRequest, caller: Caller) -> pb.StartNextRoundResponse:
-        seat = self._seat(caller, req.game_id)
+        seat = await self._seat(caller, req.game_id)
         fingerprint = f"next|{seat}|{req.expected_version}"
         response = pb.StartNextRoundResponse()
         await self._commit(req.game_id, seat, req.expected_version, req.request_id, fingerprint, "next_round",
@@ -428,6 +517,8 @@ class Games:
         result.events.extend(convert.event_to_pb(redact(e, seat)) for e in events)
         new_plays = round_plays(new, plays)  # ``new`` is reached from ``match``: its plays extend
         self._view(game_id, new_version, new, seat, result.view, new_plays)
+        bots = await self.bot_seats(game_id)
+        result.view.bot_seats.extend(b.to_pb() for b in bots)
         for e in events:
             if isinstance(e, RoundSettled):
                 result.settlement.CopyFrom(convert.settlement_to_pb(e.settlement))
@@ -440,6 +531,7 @@ class Games:
             self._remember(game_id, new_version, new, new_plays)
             self.metrics.actions.labels(_action_kind(action)).inc()
             self._count_round(new, events)
+            await self._push_bot_turn(game_id, new_version, new, bots)
             return
         self._cache.pop(game_id, None)
         if isinstance(outcome, Duplicate):
@@ -480,8 +572,7 @@ class Games:
         ``after_version`` beyond the game's version is refused (``VERSION_AHEAD``): such a stream
         could only wait for versions nobody has played. Streams are bounded per game, seat and
         ``peer`` (``StreamSlots``) and end when the server begins to drain."""
-        _check_game_id(req.game_id)
-        seat = seat_in(caller, req.game_id)
+        seat = await self._caller_seat(caller, req.game_id)
         viewer = -1 if seat is None else seat
         if req.after_version < 0:
             raise invalid("BAD_VERSION", "after_version must not be negative")

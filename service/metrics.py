@@ -92,3 +92,10 @@ class Metrics:
             "gostop_store_errors_total", "Store operations that failed (unreachable or corrupt).",
             ("store", "op"), registry=r,
         )
+
+        # --- bot seats (pushes by service.games.Games; the decisions are the bot workers', see
+        # gostop.tools.botworker, which registers its own metrics in the registry it is given)
+        self.bot_push_failures = Counter(
+            "gostop_bot_turn_push_failures_total",
+            "Bot turns whose push to the bot queue failed after the commit (each is retried).", registry=r,
+        )

@@ -588,6 +588,24 @@ class RedisStore:
                 nested = value and isinstance(value[0], list) and isinstance(value[0][0], list | tuple)
                 return _entries(value[0] if nested else value)
 
+    async def execute(self, *command: str, idempotent: bool, blocking: bool = False) -> Any:
+        """One raw command (the bot queue's stream commands), bounded and mapped like the store's
+        own: ``StoreUnavailable`` with Redis's error text for an error reply. ``blocking`` runs it
+        on the blocking client (a ``BLOCK`` of at most the store's ``max_block_ms``)."""
+        if not blocking:
+            return await self._run(lambda: self._client.execute_command(*command), idempotent=idempotent)
+        async with self._slot(self._waiters, self._pool_timeout) as ok:
+            if not ok:
+                raise StoreUnavailable("redis: no free connection for a blocking read")
+            with _mapped_errors():
+                async with asyncio.timeout(self._max_block_ms / 1000 + self._block_margin):
+                    client = await self._initialized(self._blocking)
+                    return await client.execute_command(*command)
+
+    @property
+    def max_block_ms(self) -> int:
+        return self._max_block_ms
+
     async def ping(self) -> None:
         await self._run(lambda: self._client.ping(), idempotent=True)
 

@@ -9,7 +9,7 @@ import secrets
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 import structlog
@@ -26,7 +26,7 @@ from .config import Config
 from .errors import classify, invalid, to_status
 from .games import Games
 from .metrics import Metrics
-from .stores import open_store
+from .stores import open_bot_queue, open_store
 from .workers import worker_index
 
 log = structlog.get_logger("gostop")
@@ -252,6 +252,14 @@ class GameServicer(pb_grpc.GameServiceServicer):
         return await self.games.log(request, self._caller(context, game_id=request.game_id))
 
 
+class Companion(Protocol):
+    """A task that lives and dies with a server (``Server.companions``)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 class Server:
     """A running gostop server (gRPC port, metrics port, store)."""
 
@@ -262,8 +270,12 @@ class Server:
         self.store = open_store(config.redis_url or None, **store_options)
         secret = config.token_secret.encode() if config.token_secret else secrets.token_bytes(32)
         self.ephemeral_secret = not config.token_secret
-        auth = Authenticator(secret, config.keys("api_keys"), config.keys("operator_keys"))
+        auth = Authenticator(secret, config.keys("api_keys"), config.keys("operator_keys"), config.keys("bot_keys"))
         self.games = Games(self.store, auth, config, self.metrics)
+        self.games.bot_queue = open_bot_queue(self.store, config)
+        self.companions: list[Companion] = []
+        """What runs beside the server in its process (the in-process bot worker): started after
+        the server, stopped before it drains."""
         self.metrics.watch_streams.set_function(lambda: self.games.streams.total)
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
@@ -316,6 +328,8 @@ class Server:
                                   "with --metrics-port (GOSTOP_METRICS_PORT), or 0 for none") from None
             self.metrics_port = server.server_port
             self._metrics_server = server
+        for companion in self.companions:
+            await companion.start()
         for name in ("", pb.DESCRIPTOR.services_by_name["GameService"].full_name):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info(
@@ -329,6 +343,9 @@ class Server:
     async def stop(self, grace: float | None = None) -> None:
         """Graceful stop: NOT_SERVING, drain in-flight calls for ``grace`` seconds, close the store."""
         grace = self.config.drain_seconds if grace is None else grace
+        for companion in reversed(self.companions):
+            with contextlib.suppress(Exception):
+                await companion.stop()
         await self.health.enter_graceful_shutdown()
         ended = self.games.begin_shutdown()  # open WatchGame streams end now: clients resume elsewhere
         log.info("draining", grace_seconds=grace, watch_streams_ended=ended)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from gostop.service.bot_queue import BotQueue, MemoryBotQueue, RedisBotQueue
 from gostop.service.memory_store import MemoryStore
 from gostop.service.redis_store import RedisStore
 from gostop.service.store_api import Store
@@ -33,3 +34,13 @@ def open_store(url: str | None, **options: Any) -> Store:
             "redis+sentinel:// or redis+cluster:// (or no URL for the memory store)"
         )
     return RedisStore.from_url(url, **options)
+
+
+def open_bot_queue(store: Store, config: Any) -> BotQueue | None:
+    """The bot queue that goes with ``store``: Redis streams beside a Redis store; an in-process
+    queue beside the memory store, unless ``bot_worker`` is off (nobody could take its turns)."""
+    if isinstance(store, RedisStore):
+        return RedisBotQueue(store, config.bot_shards, config.bot_claim_idle_ms)
+    if config.bot_worker == "off":
+        return None
+    return MemoryBotQueue(config.bot_claim_idle_ms)

@@ -271,6 +271,7 @@ class _Base:
         tls: bool = False,
         api_key: str | None = None,
         operator_key: str | None = None,
+        bot_key: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None,
         options: Sequence[tuple[str, Any]] = (),
@@ -278,12 +279,14 @@ class _Base:
     ) -> None:
         """``target`` is ``host:port``. TLS is on when ``root_certificates`` (PEM) is given, or with
         ``tls=True`` (the system's roots). ``api_key`` is sent with ``CreateGame``; ``operator_key``
-        with ``CreateGame`` and ``GetGameLog``. ``timeout`` is each attempt's deadline in seconds.
+        with ``CreateGame`` and ``GetGameLog``. ``bot_key`` is a bot worker's: with it a call naming a
+        seat and no token acts for that seat, which the game must have declared a bot seat. ``timeout`` is each attempt's deadline in seconds.
         ``options`` are gRPC channel options; ``interceptors`` gRPC client interceptors (``grpc``'s
         for ``GostopClient``, ``grpc.aio``'s for ``AsyncGostopClient``)."""
         self.target = target
         self.api_key = api_key
         self.operator_key = operator_key
+        self.bot_key = bot_key
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.games: dict[str, Game] = {}
@@ -320,6 +323,12 @@ class _Base:
         if handle is None:
             raise ValueError(f"no token for seat {seat} of game {game_id}: pass token= or a Game")
         return handle.token(seat)
+
+    def _seat_md(self, game: GameRef, seat: int | None, token: str | None) -> tuple[tuple[str, str], ...]:
+        """The credentials of a call for ``seat``: its token, or a bot worker's key and the seat."""
+        if token is None and seat is not None and self.bot_key is not None:
+            return (("x-api-key", self.bot_key), ("x-bot-seat", str(seat)))
+        return self._md(self._token(game, seat, token))
 
     def _md(self, token: str | None = None, key: str | None = None) -> tuple[tuple[str, str], ...]:
         md: list[tuple[str, str]] = []
@@ -510,7 +519,7 @@ class GostopClient(_Base):
         """The view of ``seat`` (its token from the handle, the client's games or ``token``), with its
         legal actions; a spectator's view without a seat. ``view.version`` is the game's version."""
         game_id, _ = self._game(game)
-        md = self._md(self._token(game, seat, token))
+        md = self._seat_md(game, seat, token)
         response: pb.GetGameResponse = self._call("GetGame", pb.GetGameRequest(game_id=game_id), md, timeout)
         self._update(game, response.version, response.view)
         return response.view
@@ -526,7 +535,7 @@ class GostopClient(_Base):
         req = pb.SubmitActionRequest(game_id=game_id, expected_version=self._expected(game, expected_version),
                                      request_id=_request_id(request_id), **_action_fields(action))
         response: pb.SubmitActionResponse = self._call(
-            "SubmitAction", req, self._md(self._token(game, seat, token)), timeout)
+            "SubmitAction", req, self._seat_md(game, seat, token), timeout)
         self._update(game, response.result.version, response.result.view)
         return response.result
 
@@ -539,7 +548,7 @@ class GostopClient(_Base):
         req = pb.StartNextRoundRequest(game_id=game_id, expected_version=self._expected(game, expected_version),
                                        request_id=_request_id(request_id))
         response: pb.StartNextRoundResponse = self._call(
-            "StartNextRound", req, self._md(self._token(game, seat, token)), timeout)
+            "StartNextRound", req, self._seat_md(game, seat, token), timeout)
         self._update(game, response.result.version, response.result.view)
         return response.result
 
@@ -569,7 +578,7 @@ class GostopClient(_Base):
         after a server restart or a lost connection. ``timeout`` bounds each connection (none by default)."""
         game_id, _ = self._game(game)
         return WatchStream(self, pb.WatchGameRequest(game_id=game_id, after_version=after_version),
-                           self._md(self._token(game, seat, token)), timeout)
+                           self._seat_md(game, seat, token), timeout)
 
     def get_game_log(
         self, game: GameRef, *, after_version: int = 0, page_size: int = 0, seat: int | None = None,
@@ -724,7 +733,7 @@ class AsyncGostopClient(_Base):
     async def get_game(self, game: GameRef, seat: int | None = None, *, token: str | None = None,
                        timeout: float | None = None) -> pb.GameView:
         game_id, _ = self._game(game)
-        md = self._md(self._token(game, seat, token))
+        md = self._seat_md(game, seat, token)
         response: pb.GetGameResponse = await self._call("GetGame", pb.GetGameRequest(game_id=game_id), md, timeout)
         self._update(game, response.version, response.view)
         return response.view
@@ -737,7 +746,7 @@ class AsyncGostopClient(_Base):
         req = pb.SubmitActionRequest(game_id=game_id, expected_version=self._expected(game, expected_version),
                                      request_id=_request_id(request_id), **_action_fields(action))
         response: pb.SubmitActionResponse = await self._call(
-            "SubmitAction", req, self._md(self._token(game, seat, token)), timeout)
+            "SubmitAction", req, self._seat_md(game, seat, token), timeout)
         self._update(game, response.result.version, response.result.view)
         return response.result
 
@@ -749,7 +758,7 @@ class AsyncGostopClient(_Base):
         req = pb.StartNextRoundRequest(game_id=game_id, expected_version=self._expected(game, expected_version),
                                        request_id=_request_id(request_id))
         response: pb.StartNextRoundResponse = await self._call(
-            "StartNextRound", req, self._md(self._token(game, seat, token)), timeout)
+            "StartNextRound", req, self._seat_md(game, seat, token), timeout)
         self._update(game, response.result.version, response.result.view)
         return response.result
 
@@ -776,7 +785,7 @@ class AsyncGostopClient(_Base):
               timeout: float | None = None) -> AsyncWatchStream:
         game_id, _ = self._game(game)
         return AsyncWatchStream(self, pb.WatchGameRequest(game_id=game_id, after_version=after_version),
-                                self._md(self._token(game, seat, token)), timeout)
+                                self._seat_md(game, seat, token), timeout)
 
     async def get_game_log(
         self, game: GameRef, *, after_version: int = 0, page_size: int = 0, seat: int | None = None,

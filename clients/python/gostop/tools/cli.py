@@ -46,19 +46,21 @@ def _main(argv: Sequence[str] | None) -> int:
     except ImportError as exc:  # installed without the [server] extra
         missing = str(exc)
         for name, text in (("serve", "run the gRPC game service"), ("settings", "print the table of server settings"),
-                           ("play", "play against bots in the terminal"), ("tournament", "a bot tournament")):
+                           ("play", "play against bots in the terminal"), ("tournament", "a bot tournament"),
+                           ("bots", "bot workers for bot seats")):
             sub.add_parser(name, help=f"{text} (needs the [server] extra)").add_argument("rest", nargs="*")
         add_client_commands(sub)
         args, _ = parser.parse_known_args(argv)
-        if args.command in ("serve", "settings", "play", "tournament"):
+        if args.command in ("serve", "settings", "play", "tournament", "bots"):
             sys.stderr.write(f"gostop {args.command}: {missing}\n")
             return 2
         return run_client_command(parser.parse_args(argv))
     serve = sub.add_parser("serve", help="run the gRPC game service")
     cfg.add_flags(serve)
     sub.add_parser("settings", help="print the table of server settings")
-    from gostop.tools import play, tournament
+    from gostop.tools import botworker, play, tournament
 
+    botworker.add_arguments(sub.add_parser("bots", help="bot workers: gostop bots serve plays the bot seats' turns"))
     tournament.add_arguments(sub.add_parser("tournament", help="a duplicate-deal bot tournament (docs/tournaments.md)"))
     play.add_play_arguments(sub.add_parser("play", help="play against bots in the terminal (docs/clients.md)"))
     add_client_commands(sub)
@@ -67,6 +69,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return play.play_command(args)
     if args.command == "tournament":
         return tournament.run_from_args(args)
+    if args.command == "bots":
+        return botworker.serve_command(args)
     if args.command in ("bot", "demo"):
         return run_client_command(args)
     if args.command == "settings":
@@ -91,7 +95,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
     async def run_server() -> None:
         # Build the server inside the running loop: grpc.aio binds to the loop current at construction.
+        from gostop.tools.botworker import attach_in_process_worker
+
         server = Server(config)
+        attach_in_process_worker(server)
         tune_gc()
         await server.serve_forever()
 

@@ -1308,7 +1308,10 @@ type CreateGameRequest struct {
 	// An explicit first deal (needs an operator key).
 	Deal *Deal `protobuf:"bytes,5,opt,name=deal,proto3" json:"deal,omitempty"`
 	// Rounds in the match; absent means 1, 0 means open-ended.
-	Rounds        *int32 `protobuf:"varint,6,opt,name=rounds,proto3,oneof" json:"rounds,omitempty"`
+	Rounds *int32 `protobuf:"varint,6,opt,name=rounds,proto3,oneof" json:"rounds,omitempty"`
+	// Seats played by the server's bot workers (at most players - 0; no seat twice). A bot seat gets
+	// no seat token: only a bot worker acts for it.
+	BotSeats      []*BotSeat `protobuf:"bytes,7,rep,name=bot_seats,json=botSeats,proto3" json:"bot_seats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1385,6 +1388,79 @@ func (x *CreateGameRequest) GetRounds() int32 {
 	return 0
 }
 
+func (x *CreateGameRequest) GetBotSeats() []*BotSeat {
+	if x != nil {
+		return x.BotSeats
+	}
+	return nil
+}
+
+// BotSeat declares a seat played by a bot worker.
+type BotSeat struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seat  int32                  `protobuf:"varint,1,opt,name=seat,proto3" json:"seat,omitempty"`
+	// The bot: random, greedy or mcts, each optionally with options (mcts:iterations=400); a plugin
+	// bot (module:attribute, or a name of the gostop.bots entry points) where the server allows
+	// plugins; or remote:NAME, a BotService server the operator named in the server's settings.
+	Bot string `protobuf:"bytes,2,opt,name=bot,proto3" json:"bot,omitempty"`
+	// CPU milliseconds the bot may spend per decision; 0 takes the server's default. More than the
+	// server's maximum is refused (BOT_BUDGET_TOO_LARGE).
+	BudgetMs      int32 `protobuf:"varint,3,opt,name=budget_ms,json=budgetMs,proto3" json:"budget_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BotSeat) Reset() {
+	*x = BotSeat{}
+	mi := &file_gostop_v1_game_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BotSeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BotSeat) ProtoMessage() {}
+
+func (x *BotSeat) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BotSeat.ProtoReflect.Descriptor instead.
+func (*BotSeat) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *BotSeat) GetSeat() int32 {
+	if x != nil {
+		return x.Seat
+	}
+	return 0
+}
+
+func (x *BotSeat) GetBot() string {
+	if x != nil {
+		return x.Bot
+	}
+	return ""
+}
+
+func (x *BotSeat) GetBudgetMs() int32 {
+	if x != nil {
+		return x.BudgetMs
+	}
+	return 0
+}
+
 // SeatToken is the secret that lets its holder act for one seat.
 type SeatToken struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1396,7 +1472,7 @@ type SeatToken struct {
 
 func (x *SeatToken) Reset() {
 	*x = SeatToken{}
-	mi := &file_gostop_v1_game_proto_msgTypes[9]
+	mi := &file_gostop_v1_game_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1484,7 @@ func (x *SeatToken) String() string {
 func (*SeatToken) ProtoMessage() {}
 
 func (x *SeatToken) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[9]
+	mi := &file_gostop_v1_game_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,7 +1497,7 @@ func (x *SeatToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatToken.ProtoReflect.Descriptor instead.
 func (*SeatToken) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{9}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SeatToken) GetSeat() int32 {
@@ -1449,13 +1525,15 @@ type CreateGameResponse struct {
 	Rules *Rules    `protobuf:"bytes,5,opt,name=rules,proto3" json:"rules,omitempty"`
 	// What binds every deal of the match before any card is played.
 	DealCommitment *DealCommitment `protobuf:"bytes,6,opt,name=deal_commitment,json=dealCommitment,proto3" json:"deal_commitment,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The bot seats as the server applied them (each budget resolved).
+	BotSeats      []*BotSeat `protobuf:"bytes,7,rep,name=bot_seats,json=botSeats,proto3" json:"bot_seats,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateGameResponse) Reset() {
 	*x = CreateGameResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[10]
+	mi := &file_gostop_v1_game_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1545,7 @@ func (x *CreateGameResponse) String() string {
 func (*CreateGameResponse) ProtoMessage() {}
 
 func (x *CreateGameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[10]
+	mi := &file_gostop_v1_game_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1558,7 @@ func (x *CreateGameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateGameResponse.ProtoReflect.Descriptor instead.
 func (*CreateGameResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{10}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateGameResponse) GetGameId() string {
@@ -1525,6 +1603,13 @@ func (x *CreateGameResponse) GetDealCommitment() *DealCommitment {
 	return nil
 }
 
+func (x *CreateGameResponse) GetBotSeats() []*BotSeat {
+	if x != nil {
+		return x.BotSeats
+	}
+	return nil
+}
+
 // DealCommitment binds a match's deals at creation (scheme "gostop-fair-v1"). For a server
 // deal, server_seed_sha256 is SHA-256 of a 32-byte server seed drawn for this game alone, and the
 // game id is the first 16 characters of the unpadded base64url of that hash, so every seat holds
@@ -1544,7 +1629,7 @@ type DealCommitment struct {
 
 func (x *DealCommitment) Reset() {
 	*x = DealCommitment{}
-	mi := &file_gostop_v1_game_proto_msgTypes[11]
+	mi := &file_gostop_v1_game_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1641,7 @@ func (x *DealCommitment) String() string {
 func (*DealCommitment) ProtoMessage() {}
 
 func (x *DealCommitment) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[11]
+	mi := &file_gostop_v1_game_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1654,7 @@ func (x *DealCommitment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DealCommitment.ProtoReflect.Descriptor instead.
 func (*DealCommitment) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{11}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DealCommitment) GetScheme() string {
@@ -1606,7 +1691,7 @@ type DealReveal struct {
 
 func (x *DealReveal) Reset() {
 	*x = DealReveal{}
-	mi := &file_gostop_v1_game_proto_msgTypes[12]
+	mi := &file_gostop_v1_game_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +1703,7 @@ func (x *DealReveal) String() string {
 func (*DealReveal) ProtoMessage() {}
 
 func (x *DealReveal) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[12]
+	mi := &file_gostop_v1_game_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +1716,7 @@ func (x *DealReveal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DealReveal.ProtoReflect.Descriptor instead.
 func (*DealReveal) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{12}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DealReveal) GetServerSeed() []byte {
@@ -1658,7 +1743,7 @@ type GetGameRequest struct {
 
 func (x *GetGameRequest) Reset() {
 	*x = GetGameRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[13]
+	mi := &file_gostop_v1_game_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1755,7 @@ func (x *GetGameRequest) String() string {
 func (*GetGameRequest) ProtoMessage() {}
 
 func (x *GetGameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[13]
+	mi := &file_gostop_v1_game_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1768,7 @@ func (x *GetGameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameRequest.ProtoReflect.Descriptor instead.
 func (*GetGameRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{13}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetGameRequest) GetGameId() string {
@@ -1704,7 +1789,7 @@ type GetGameResponse struct {
 
 func (x *GetGameResponse) Reset() {
 	*x = GetGameResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[14]
+	mi := &file_gostop_v1_game_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +1801,7 @@ func (x *GetGameResponse) String() string {
 func (*GetGameResponse) ProtoMessage() {}
 
 func (x *GetGameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[14]
+	mi := &file_gostop_v1_game_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +1814,7 @@ func (x *GetGameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameResponse.ProtoReflect.Descriptor instead.
 func (*GetGameResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{14}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetGameResponse) GetView() *GameView {
@@ -1770,7 +1855,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_gostop_v1_game_proto_msgTypes[15]
+	mi := &file_gostop_v1_game_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +1867,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[15]
+	mi := &file_gostop_v1_game_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +1880,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{15}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Action) GetKind() isAction_Kind {
@@ -2000,7 +2085,7 @@ type PlayCard struct {
 
 func (x *PlayCard) Reset() {
 	*x = PlayCard{}
-	mi := &file_gostop_v1_game_proto_msgTypes[16]
+	mi := &file_gostop_v1_game_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2012,7 +2097,7 @@ func (x *PlayCard) String() string {
 func (*PlayCard) ProtoMessage() {}
 
 func (x *PlayCard) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[16]
+	mi := &file_gostop_v1_game_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2025,7 +2110,7 @@ func (x *PlayCard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayCard.ProtoReflect.Descriptor instead.
 func (*PlayCard) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{16}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PlayCard) GetCard() int32 {
@@ -2052,7 +2137,7 @@ type Bomb struct {
 
 func (x *Bomb) Reset() {
 	*x = Bomb{}
-	mi := &file_gostop_v1_game_proto_msgTypes[17]
+	mi := &file_gostop_v1_game_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2149,7 @@ func (x *Bomb) String() string {
 func (*Bomb) ProtoMessage() {}
 
 func (x *Bomb) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[17]
+	mi := &file_gostop_v1_game_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +2162,7 @@ func (x *Bomb) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bomb.ProtoReflect.Descriptor instead.
 func (*Bomb) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{17}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Bomb) GetMonth() int32 {
@@ -2096,7 +2181,7 @@ type FlipOnly struct {
 
 func (x *FlipOnly) Reset() {
 	*x = FlipOnly{}
-	mi := &file_gostop_v1_game_proto_msgTypes[18]
+	mi := &file_gostop_v1_game_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2193,7 @@ func (x *FlipOnly) String() string {
 func (*FlipOnly) ProtoMessage() {}
 
 func (x *FlipOnly) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[18]
+	mi := &file_gostop_v1_game_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2206,7 @@ func (x *FlipOnly) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlipOnly.ProtoReflect.Descriptor instead.
 func (*FlipOnly) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{18}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{19}
 }
 
 // ChooseCapture picks which of two floor cards to capture.
@@ -2134,7 +2219,7 @@ type ChooseCapture struct {
 
 func (x *ChooseCapture) Reset() {
 	*x = ChooseCapture{}
-	mi := &file_gostop_v1_game_proto_msgTypes[19]
+	mi := &file_gostop_v1_game_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2231,7 @@ func (x *ChooseCapture) String() string {
 func (*ChooseCapture) ProtoMessage() {}
 
 func (x *ChooseCapture) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[19]
+	mi := &file_gostop_v1_game_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2244,7 @@ func (x *ChooseCapture) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChooseCapture.ProtoReflect.Descriptor instead.
 func (*ChooseCapture) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{19}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ChooseCapture) GetCard() int32 {
@@ -2178,7 +2263,7 @@ type KeepGukjin struct {
 
 func (x *KeepGukjin) Reset() {
 	*x = KeepGukjin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[20]
+	mi := &file_gostop_v1_game_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2190,7 +2275,7 @@ func (x *KeepGukjin) String() string {
 func (*KeepGukjin) ProtoMessage() {}
 
 func (x *KeepGukjin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[20]
+	mi := &file_gostop_v1_game_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2203,7 +2288,7 @@ func (x *KeepGukjin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepGukjin.ProtoReflect.Descriptor instead.
 func (*KeepGukjin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{20}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{21}
 }
 
 // ConvertGukjin turns 국진 into a 쌍피 for good.
@@ -2215,7 +2300,7 @@ type ConvertGukjin struct {
 
 func (x *ConvertGukjin) Reset() {
 	*x = ConvertGukjin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[21]
+	mi := &file_gostop_v1_game_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2227,7 +2312,7 @@ func (x *ConvertGukjin) String() string {
 func (*ConvertGukjin) ProtoMessage() {}
 
 func (x *ConvertGukjin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[21]
+	mi := &file_gostop_v1_game_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2240,7 +2325,7 @@ func (x *ConvertGukjin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertGukjin.ProtoReflect.Descriptor instead.
 func (*ConvertGukjin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{21}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{22}
 }
 
 // Go continues the round.
@@ -2252,7 +2337,7 @@ type Go struct {
 
 func (x *Go) Reset() {
 	*x = Go{}
-	mi := &file_gostop_v1_game_proto_msgTypes[22]
+	mi := &file_gostop_v1_game_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2264,7 +2349,7 @@ func (x *Go) String() string {
 func (*Go) ProtoMessage() {}
 
 func (x *Go) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[22]
+	mi := &file_gostop_v1_game_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2277,7 +2362,7 @@ func (x *Go) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Go.ProtoReflect.Descriptor instead.
 func (*Go) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{22}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{23}
 }
 
 // Stop ends the round as its winner.
@@ -2289,7 +2374,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_gostop_v1_game_proto_msgTypes[23]
+	mi := &file_gostop_v1_game_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2301,7 +2386,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[23]
+	mi := &file_gostop_v1_game_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2314,7 +2399,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{23}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{24}
 }
 
 // JoinRound plays this round (4 players).
@@ -2326,7 +2411,7 @@ type JoinRound struct {
 
 func (x *JoinRound) Reset() {
 	*x = JoinRound{}
-	mi := &file_gostop_v1_game_proto_msgTypes[24]
+	mi := &file_gostop_v1_game_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2423,7 @@ func (x *JoinRound) String() string {
 func (*JoinRound) ProtoMessage() {}
 
 func (x *JoinRound) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[24]
+	mi := &file_gostop_v1_game_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2436,7 @@ func (x *JoinRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRound.ProtoReflect.Descriptor instead.
 func (*JoinRound) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{24}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{25}
 }
 
 // SitOut sits this round out (4 players).
@@ -2363,7 +2448,7 @@ type SitOut struct {
 
 func (x *SitOut) Reset() {
 	*x = SitOut{}
-	mi := &file_gostop_v1_game_proto_msgTypes[25]
+	mi := &file_gostop_v1_game_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2375,7 +2460,7 @@ func (x *SitOut) String() string {
 func (*SitOut) ProtoMessage() {}
 
 func (x *SitOut) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[25]
+	mi := &file_gostop_v1_game_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2388,7 +2473,7 @@ func (x *SitOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SitOut.ProtoReflect.Descriptor instead.
 func (*SitOut) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{25}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{26}
 }
 
 // SellGwang sells the 광, 쌍피 and bonus 피 of a forced-out hand (광팔기).
@@ -2400,7 +2485,7 @@ type SellGwang struct {
 
 func (x *SellGwang) Reset() {
 	*x = SellGwang{}
-	mi := &file_gostop_v1_game_proto_msgTypes[26]
+	mi := &file_gostop_v1_game_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +2497,7 @@ func (x *SellGwang) String() string {
 func (*SellGwang) ProtoMessage() {}
 
 func (x *SellGwang) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[26]
+	mi := &file_gostop_v1_game_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +2510,7 @@ func (x *SellGwang) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SellGwang.ProtoReflect.Descriptor instead.
 func (*SellGwang) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{26}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{27}
 }
 
 // DeclineGwangSale sells nothing.
@@ -2437,7 +2522,7 @@ type DeclineGwangSale struct {
 
 func (x *DeclineGwangSale) Reset() {
 	*x = DeclineGwangSale{}
-	mi := &file_gostop_v1_game_proto_msgTypes[27]
+	mi := &file_gostop_v1_game_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2534,7 @@ func (x *DeclineGwangSale) String() string {
 func (*DeclineGwangSale) ProtoMessage() {}
 
 func (x *DeclineGwangSale) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[27]
+	mi := &file_gostop_v1_game_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2547,7 @@ func (x *DeclineGwangSale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclineGwangSale.ProtoReflect.Descriptor instead.
 func (*DeclineGwangSale) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{27}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{28}
 }
 
 // LegalAction is one thing the seat to move may do.
@@ -2479,7 +2564,7 @@ type LegalAction struct {
 
 func (x *LegalAction) Reset() {
 	*x = LegalAction{}
-	mi := &file_gostop_v1_game_proto_msgTypes[28]
+	mi := &file_gostop_v1_game_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2491,7 +2576,7 @@ func (x *LegalAction) String() string {
 func (*LegalAction) ProtoMessage() {}
 
 func (x *LegalAction) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[28]
+	mi := &file_gostop_v1_game_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +2589,7 @@ func (x *LegalAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LegalAction.ProtoReflect.Descriptor instead.
 func (*LegalAction) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{28}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LegalAction) GetId() int32 {
@@ -2547,7 +2632,7 @@ type SubmitActionRequest struct {
 
 func (x *SubmitActionRequest) Reset() {
 	*x = SubmitActionRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[29]
+	mi := &file_gostop_v1_game_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2559,7 +2644,7 @@ func (x *SubmitActionRequest) String() string {
 func (*SubmitActionRequest) ProtoMessage() {}
 
 func (x *SubmitActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[29]
+	mi := &file_gostop_v1_game_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2572,7 +2657,7 @@ func (x *SubmitActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitActionRequest.ProtoReflect.Descriptor instead.
 func (*SubmitActionRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{29}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SubmitActionRequest) GetGameId() string {
@@ -2652,7 +2737,7 @@ type TurnResult struct {
 
 func (x *TurnResult) Reset() {
 	*x = TurnResult{}
-	mi := &file_gostop_v1_game_proto_msgTypes[30]
+	mi := &file_gostop_v1_game_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2664,7 +2749,7 @@ func (x *TurnResult) String() string {
 func (*TurnResult) ProtoMessage() {}
 
 func (x *TurnResult) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[30]
+	mi := &file_gostop_v1_game_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2677,7 +2762,7 @@ func (x *TurnResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnResult.ProtoReflect.Descriptor instead.
 func (*TurnResult) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{30}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TurnResult) GetEvents() []*Event {
@@ -2718,7 +2803,7 @@ type SubmitActionResponse struct {
 
 func (x *SubmitActionResponse) Reset() {
 	*x = SubmitActionResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[31]
+	mi := &file_gostop_v1_game_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2730,7 +2815,7 @@ func (x *SubmitActionResponse) String() string {
 func (*SubmitActionResponse) ProtoMessage() {}
 
 func (x *SubmitActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[31]
+	mi := &file_gostop_v1_game_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2743,7 +2828,7 @@ func (x *SubmitActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitActionResponse.ProtoReflect.Descriptor instead.
 func (*SubmitActionResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{31}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SubmitActionResponse) GetResult() *TurnResult {
@@ -2765,7 +2850,7 @@ type StartNextRoundRequest struct {
 
 func (x *StartNextRoundRequest) Reset() {
 	*x = StartNextRoundRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[32]
+	mi := &file_gostop_v1_game_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2777,7 +2862,7 @@ func (x *StartNextRoundRequest) String() string {
 func (*StartNextRoundRequest) ProtoMessage() {}
 
 func (x *StartNextRoundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[32]
+	mi := &file_gostop_v1_game_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2790,7 +2875,7 @@ func (x *StartNextRoundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartNextRoundRequest.ProtoReflect.Descriptor instead.
 func (*StartNextRoundRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{32}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StartNextRoundRequest) GetGameId() string {
@@ -2824,7 +2909,7 @@ type StartNextRoundResponse struct {
 
 func (x *StartNextRoundResponse) Reset() {
 	*x = StartNextRoundResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[33]
+	mi := &file_gostop_v1_game_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2836,7 +2921,7 @@ func (x *StartNextRoundResponse) String() string {
 func (*StartNextRoundResponse) ProtoMessage() {}
 
 func (x *StartNextRoundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[33]
+	mi := &file_gostop_v1_game_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2849,7 +2934,7 @@ func (x *StartNextRoundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartNextRoundResponse.ProtoReflect.Descriptor instead.
 func (*StartNextRoundResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{33}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StartNextRoundResponse) GetResult() *TurnResult {
@@ -2871,7 +2956,7 @@ type WatchGameRequest struct {
 
 func (x *WatchGameRequest) Reset() {
 	*x = WatchGameRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[34]
+	mi := &file_gostop_v1_game_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2883,7 +2968,7 @@ func (x *WatchGameRequest) String() string {
 func (*WatchGameRequest) ProtoMessage() {}
 
 func (x *WatchGameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[34]
+	mi := &file_gostop_v1_game_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2896,7 +2981,7 @@ func (x *WatchGameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchGameRequest.ProtoReflect.Descriptor instead.
 func (*WatchGameRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{34}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WatchGameRequest) GetGameId() string {
@@ -2925,7 +3010,7 @@ type WatchGameResponse struct {
 
 func (x *WatchGameResponse) Reset() {
 	*x = WatchGameResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[35]
+	mi := &file_gostop_v1_game_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2937,7 +3022,7 @@ func (x *WatchGameResponse) String() string {
 func (*WatchGameResponse) ProtoMessage() {}
 
 func (x *WatchGameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[35]
+	mi := &file_gostop_v1_game_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2950,7 +3035,7 @@ func (x *WatchGameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchGameResponse.ProtoReflect.Descriptor instead.
 func (*WatchGameResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{35}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WatchGameResponse) GetVersion() int64 {
@@ -2981,7 +3066,7 @@ type GetGameLogRequest struct {
 
 func (x *GetGameLogRequest) Reset() {
 	*x = GetGameLogRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[36]
+	mi := &file_gostop_v1_game_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2993,7 +3078,7 @@ func (x *GetGameLogRequest) String() string {
 func (*GetGameLogRequest) ProtoMessage() {}
 
 func (x *GetGameLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[36]
+	mi := &file_gostop_v1_game_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3006,7 +3091,7 @@ func (x *GetGameLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameLogRequest.ProtoReflect.Descriptor instead.
 func (*GetGameLogRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{36}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetGameLogRequest) GetGameId() string {
@@ -3046,7 +3131,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_gostop_v1_game_proto_msgTypes[37]
+	mi := &file_gostop_v1_game_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3058,7 +3143,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[37]
+	mi := &file_gostop_v1_game_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3071,7 +3156,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{37}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LogEntry) GetVersion() int64 {
@@ -3133,7 +3218,7 @@ type GetGameLogResponse struct {
 
 func (x *GetGameLogResponse) Reset() {
 	*x = GetGameLogResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[38]
+	mi := &file_gostop_v1_game_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3145,7 +3230,7 @@ func (x *GetGameLogResponse) String() string {
 func (*GetGameLogResponse) ProtoMessage() {}
 
 func (x *GetGameLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[38]
+	mi := &file_gostop_v1_game_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3158,7 +3243,7 @@ func (x *GetGameLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameLogResponse.ProtoReflect.Descriptor instead.
 func (*GetGameLogResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{38}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetGameLogResponse) GetEntries() []*LogEntry {
@@ -3249,7 +3334,7 @@ type Score struct {
 
 func (x *Score) Reset() {
 	*x = Score{}
-	mi := &file_gostop_v1_game_proto_msgTypes[39]
+	mi := &file_gostop_v1_game_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3261,7 +3346,7 @@ func (x *Score) String() string {
 func (*Score) ProtoMessage() {}
 
 func (x *Score) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[39]
+	mi := &file_gostop_v1_game_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3274,7 +3359,7 @@ func (x *Score) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Score.ProtoReflect.Descriptor instead.
 func (*Score) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{39}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Score) GetGwangCount() int32 {
@@ -3422,7 +3507,7 @@ type SeatView struct {
 
 func (x *SeatView) Reset() {
 	*x = SeatView{}
-	mi := &file_gostop_v1_game_proto_msgTypes[40]
+	mi := &file_gostop_v1_game_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3434,7 +3519,7 @@ func (x *SeatView) String() string {
 func (*SeatView) ProtoMessage() {}
 
 func (x *SeatView) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[40]
+	mi := &file_gostop_v1_game_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3447,7 +3532,7 @@ func (x *SeatView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatView.ProtoReflect.Descriptor instead.
 func (*SeatView) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{40}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SeatView) GetSeat() int32 {
@@ -3606,7 +3691,7 @@ type TurnContext struct {
 
 func (x *TurnContext) Reset() {
 	*x = TurnContext{}
-	mi := &file_gostop_v1_game_proto_msgTypes[41]
+	mi := &file_gostop_v1_game_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3618,7 +3703,7 @@ func (x *TurnContext) String() string {
 func (*TurnContext) ProtoMessage() {}
 
 func (x *TurnContext) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[41]
+	mi := &file_gostop_v1_game_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3631,7 +3716,7 @@ func (x *TurnContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnContext.ProtoReflect.Descriptor instead.
 func (*TurnContext) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{41}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TurnContext) GetSeat() int32 {
@@ -3736,7 +3821,7 @@ type Stack struct {
 
 func (x *Stack) Reset() {
 	*x = Stack{}
-	mi := &file_gostop_v1_game_proto_msgTypes[42]
+	mi := &file_gostop_v1_game_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3748,7 +3833,7 @@ func (x *Stack) String() string {
 func (*Stack) ProtoMessage() {}
 
 func (x *Stack) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[42]
+	mi := &file_gostop_v1_game_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3761,7 +3846,7 @@ func (x *Stack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stack.ProtoReflect.Descriptor instead.
 func (*Stack) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{42}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Stack) GetMonth() int32 {
@@ -3792,7 +3877,7 @@ type Pending struct {
 
 func (x *Pending) Reset() {
 	*x = Pending{}
-	mi := &file_gostop_v1_game_proto_msgTypes[43]
+	mi := &file_gostop_v1_game_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3804,7 +3889,7 @@ func (x *Pending) String() string {
 func (*Pending) ProtoMessage() {}
 
 func (x *Pending) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[43]
+	mi := &file_gostop_v1_game_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3817,7 +3902,7 @@ func (x *Pending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pending.ProtoReflect.Descriptor instead.
 func (*Pending) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{43}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Pending) GetPhase() Phase {
@@ -3866,7 +3951,7 @@ type Factor struct {
 
 func (x *Factor) Reset() {
 	*x = Factor{}
-	mi := &file_gostop_v1_game_proto_msgTypes[44]
+	mi := &file_gostop_v1_game_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3878,7 +3963,7 @@ func (x *Factor) String() string {
 func (*Factor) ProtoMessage() {}
 
 func (x *Factor) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[44]
+	mi := &file_gostop_v1_game_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3891,7 +3976,7 @@ func (x *Factor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Factor.ProtoReflect.Descriptor instead.
 func (*Factor) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{44}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Factor) GetName() string {
@@ -3921,7 +4006,7 @@ type Payment struct {
 
 func (x *Payment) Reset() {
 	*x = Payment{}
-	mi := &file_gostop_v1_game_proto_msgTypes[45]
+	mi := &file_gostop_v1_game_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3933,7 +4018,7 @@ func (x *Payment) String() string {
 func (*Payment) ProtoMessage() {}
 
 func (x *Payment) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[45]
+	mi := &file_gostop_v1_game_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3946,7 +4031,7 @@ func (x *Payment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Payment.ProtoReflect.Descriptor instead.
 func (*Payment) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{45}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Payment) GetPayer() int32 {
@@ -3991,7 +4076,7 @@ type Bill struct {
 
 func (x *Bill) Reset() {
 	*x = Bill{}
-	mi := &file_gostop_v1_game_proto_msgTypes[46]
+	mi := &file_gostop_v1_game_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4003,7 +4088,7 @@ func (x *Bill) String() string {
 func (*Bill) ProtoMessage() {}
 
 func (x *Bill) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[46]
+	mi := &file_gostop_v1_game_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4016,7 +4101,7 @@ func (x *Bill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bill.ProtoReflect.Descriptor instead.
 func (*Bill) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{46}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Bill) GetSeat() int32 {
@@ -4078,7 +4163,7 @@ type Settlement struct {
 
 func (x *Settlement) Reset() {
 	*x = Settlement{}
-	mi := &file_gostop_v1_game_proto_msgTypes[47]
+	mi := &file_gostop_v1_game_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4090,7 +4175,7 @@ func (x *Settlement) String() string {
 func (*Settlement) ProtoMessage() {}
 
 func (x *Settlement) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[47]
+	mi := &file_gostop_v1_game_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4103,7 +4188,7 @@ func (x *Settlement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settlement.ProtoReflect.Descriptor instead.
 func (*Settlement) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{47}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Settlement) GetOutcome() string {
@@ -4222,7 +4307,7 @@ type MatchSummary struct {
 
 func (x *MatchSummary) Reset() {
 	*x = MatchSummary{}
-	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	mi := &file_gostop_v1_game_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4234,7 +4319,7 @@ func (x *MatchSummary) String() string {
 func (*MatchSummary) ProtoMessage() {}
 
 func (x *MatchSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	mi := &file_gostop_v1_game_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4247,7 +4332,7 @@ func (x *MatchSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchSummary.ProtoReflect.Descriptor instead.
 func (*MatchSummary) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{48}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *MatchSummary) GetRoundNo() int32 {
@@ -4339,14 +4424,16 @@ type GameView struct {
 	// Actions applied in the round so far.
 	Steps int32 `protobuf:"varint,22,opt,name=steps,proto3" json:"steps,omitempty"`
 	// Every play of the round so far (hand cards, 폭탄, 빈 내기), oldest first: public.
-	Plays         []*PlayRecord `protobuf:"bytes,23,rep,name=plays,proto3" json:"plays,omitempty"`
+	Plays []*PlayRecord `protobuf:"bytes,23,rep,name=plays,proto3" json:"plays,omitempty"`
+	// The seats played by bot workers, ascending by seat (empty: every seat is a person's).
+	BotSeats      []*BotSeat `protobuf:"bytes,24,rep,name=bot_seats,json=botSeats,proto3" json:"bot_seats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GameView) Reset() {
 	*x = GameView{}
-	mi := &file_gostop_v1_game_proto_msgTypes[49]
+	mi := &file_gostop_v1_game_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4358,7 +4445,7 @@ func (x *GameView) String() string {
 func (*GameView) ProtoMessage() {}
 
 func (x *GameView) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[49]
+	mi := &file_gostop_v1_game_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4371,7 +4458,7 @@ func (x *GameView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GameView.ProtoReflect.Descriptor instead.
 func (*GameView) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{49}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GameView) GetGameId() string {
@@ -4535,6 +4622,13 @@ func (x *GameView) GetPlays() []*PlayRecord {
 	return nil
 }
 
+func (x *GameView) GetBotSeats() []*BotSeat {
+	if x != nil {
+		return x.BotSeats
+	}
+	return nil
+}
+
 // PlayRecord is one play of the round as every seat saw it: who played what, on which floor.
 type PlayRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4551,7 +4645,7 @@ type PlayRecord struct {
 
 func (x *PlayRecord) Reset() {
 	*x = PlayRecord{}
-	mi := &file_gostop_v1_game_proto_msgTypes[50]
+	mi := &file_gostop_v1_game_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4563,7 +4657,7 @@ func (x *PlayRecord) String() string {
 func (*PlayRecord) ProtoMessage() {}
 
 func (x *PlayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[50]
+	mi := &file_gostop_v1_game_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4576,7 +4670,7 @@ func (x *PlayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayRecord.ProtoReflect.Descriptor instead.
 func (*PlayRecord) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{50}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PlayRecord) GetSeat() int32 {
@@ -4647,7 +4741,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_gostop_v1_game_proto_msgTypes[51]
+	mi := &file_gostop_v1_game_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4659,7 +4753,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[51]
+	mi := &file_gostop_v1_game_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4672,7 +4766,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{51}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Event) GetKind() isEvent_Kind {
@@ -5117,7 +5211,7 @@ type Redealt struct {
 
 func (x *Redealt) Reset() {
 	*x = Redealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[52]
+	mi := &file_gostop_v1_game_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5129,7 +5223,7 @@ func (x *Redealt) String() string {
 func (*Redealt) ProtoMessage() {}
 
 func (x *Redealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[52]
+	mi := &file_gostop_v1_game_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5142,7 +5236,7 @@ func (x *Redealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redealt.ProtoReflect.Descriptor instead.
 func (*Redealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{52}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Redealt) GetReason() string {
@@ -5173,7 +5267,7 @@ type Dealt struct {
 
 func (x *Dealt) Reset() {
 	*x = Dealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[53]
+	mi := &file_gostop_v1_game_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5185,7 +5279,7 @@ func (x *Dealt) String() string {
 func (*Dealt) ProtoMessage() {}
 
 func (x *Dealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[53]
+	mi := &file_gostop_v1_game_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5198,7 +5292,7 @@ func (x *Dealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dealt.ProtoReflect.Descriptor instead.
 func (*Dealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{53}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Dealt) GetDealer() int32 {
@@ -5249,7 +5343,7 @@ type BonusCaptured struct {
 
 func (x *BonusCaptured) Reset() {
 	*x = BonusCaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	mi := &file_gostop_v1_game_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5261,7 +5355,7 @@ func (x *BonusCaptured) String() string {
 func (*BonusCaptured) ProtoMessage() {}
 
 func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	mi := &file_gostop_v1_game_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5274,7 +5368,7 @@ func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BonusCaptured.ProtoReflect.Descriptor instead.
 func (*BonusCaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{54}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *BonusCaptured) GetSeat() int32 {
@@ -5316,7 +5410,7 @@ type SatOut struct {
 
 func (x *SatOut) Reset() {
 	*x = SatOut{}
-	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	mi := &file_gostop_v1_game_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5328,7 +5422,7 @@ func (x *SatOut) String() string {
 func (*SatOut) ProtoMessage() {}
 
 func (x *SatOut) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	mi := &file_gostop_v1_game_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5341,7 +5435,7 @@ func (x *SatOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SatOut.ProtoReflect.Descriptor instead.
 func (*SatOut) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{55}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SatOut) GetSeat() int32 {
@@ -5368,7 +5462,7 @@ type JoinedRound struct {
 
 func (x *JoinedRound) Reset() {
 	*x = JoinedRound{}
-	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	mi := &file_gostop_v1_game_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5380,7 +5474,7 @@ func (x *JoinedRound) String() string {
 func (*JoinedRound) ProtoMessage() {}
 
 func (x *JoinedRound) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	mi := &file_gostop_v1_game_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5393,7 +5487,7 @@ func (x *JoinedRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinedRound.ProtoReflect.Descriptor instead.
 func (*JoinedRound) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{56}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *JoinedRound) GetSeat() int32 {
@@ -5415,7 +5509,7 @@ type GwangSold struct {
 
 func (x *GwangSold) Reset() {
 	*x = GwangSold{}
-	mi := &file_gostop_v1_game_proto_msgTypes[57]
+	mi := &file_gostop_v1_game_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5427,7 +5521,7 @@ func (x *GwangSold) String() string {
 func (*GwangSold) ProtoMessage() {}
 
 func (x *GwangSold) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[57]
+	mi := &file_gostop_v1_game_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5440,7 +5534,7 @@ func (x *GwangSold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GwangSold.ProtoReflect.Descriptor instead.
 func (*GwangSold) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{57}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GwangSold) GetSeat() int32 {
@@ -5476,7 +5570,7 @@ type CardPlayed struct {
 
 func (x *CardPlayed) Reset() {
 	*x = CardPlayed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[58]
+	mi := &file_gostop_v1_game_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5488,7 +5582,7 @@ func (x *CardPlayed) String() string {
 func (*CardPlayed) ProtoMessage() {}
 
 func (x *CardPlayed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[58]
+	mi := &file_gostop_v1_game_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5501,7 +5595,7 @@ func (x *CardPlayed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardPlayed.ProtoReflect.Descriptor instead.
 func (*CardPlayed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{58}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CardPlayed) GetSeat() int32 {
@@ -5537,7 +5631,7 @@ type Shaken struct {
 
 func (x *Shaken) Reset() {
 	*x = Shaken{}
-	mi := &file_gostop_v1_game_proto_msgTypes[59]
+	mi := &file_gostop_v1_game_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5549,7 +5643,7 @@ func (x *Shaken) String() string {
 func (*Shaken) ProtoMessage() {}
 
 func (x *Shaken) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[59]
+	mi := &file_gostop_v1_game_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5562,7 +5656,7 @@ func (x *Shaken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shaken.ProtoReflect.Descriptor instead.
 func (*Shaken) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{59}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Shaken) GetSeat() int32 {
@@ -5599,7 +5693,7 @@ type Bombed struct {
 
 func (x *Bombed) Reset() {
 	*x = Bombed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[60]
+	mi := &file_gostop_v1_game_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5611,7 +5705,7 @@ func (x *Bombed) String() string {
 func (*Bombed) ProtoMessage() {}
 
 func (x *Bombed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[60]
+	mi := &file_gostop_v1_game_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5624,7 +5718,7 @@ func (x *Bombed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bombed.ProtoReflect.Descriptor instead.
 func (*Bombed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{60}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Bombed) GetSeat() int32 {
@@ -5666,7 +5760,7 @@ type FlipOnlyUsed struct {
 
 func (x *FlipOnlyUsed) Reset() {
 	*x = FlipOnlyUsed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[61]
+	mi := &file_gostop_v1_game_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5678,7 +5772,7 @@ func (x *FlipOnlyUsed) String() string {
 func (*FlipOnlyUsed) ProtoMessage() {}
 
 func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[61]
+	mi := &file_gostop_v1_game_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5691,7 +5785,7 @@ func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlipOnlyUsed.ProtoReflect.Descriptor instead.
 func (*FlipOnlyUsed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{61}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *FlipOnlyUsed) GetSeat() int32 {
@@ -5719,7 +5813,7 @@ type CardFlipped struct {
 
 func (x *CardFlipped) Reset() {
 	*x = CardFlipped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[62]
+	mi := &file_gostop_v1_game_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5731,7 +5825,7 @@ func (x *CardFlipped) String() string {
 func (*CardFlipped) ProtoMessage() {}
 
 func (x *CardFlipped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[62]
+	mi := &file_gostop_v1_game_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5744,7 +5838,7 @@ func (x *CardFlipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardFlipped.ProtoReflect.Descriptor instead.
 func (*CardFlipped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{62}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *CardFlipped) GetSeat() int32 {
@@ -5772,7 +5866,7 @@ type CardLaid struct {
 
 func (x *CardLaid) Reset() {
 	*x = CardLaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	mi := &file_gostop_v1_game_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5784,7 +5878,7 @@ func (x *CardLaid) String() string {
 func (*CardLaid) ProtoMessage() {}
 
 func (x *CardLaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	mi := &file_gostop_v1_game_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5797,7 +5891,7 @@ func (x *CardLaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardLaid.ProtoReflect.Descriptor instead.
 func (*CardLaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{63}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *CardLaid) GetSeat() int32 {
@@ -5825,7 +5919,7 @@ type Captured struct {
 
 func (x *Captured) Reset() {
 	*x = Captured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5837,7 +5931,7 @@ func (x *Captured) String() string {
 func (*Captured) ProtoMessage() {}
 
 func (x *Captured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5850,7 +5944,7 @@ func (x *Captured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Captured.ProtoReflect.Descriptor instead.
 func (*Captured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{64}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Captured) GetSeat() int32 {
@@ -5880,7 +5974,7 @@ type PpeokFormed struct {
 
 func (x *PpeokFormed) Reset() {
 	*x = PpeokFormed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5892,7 +5986,7 @@ func (x *PpeokFormed) String() string {
 func (*PpeokFormed) ProtoMessage() {}
 
 func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5905,7 +5999,7 @@ func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokFormed.ProtoReflect.Descriptor instead.
 func (*PpeokFormed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PpeokFormed) GetSeat() int32 {
@@ -5949,7 +6043,7 @@ type PpeokRecaptured struct {
 
 func (x *PpeokRecaptured) Reset() {
 	*x = PpeokRecaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5961,7 +6055,7 @@ func (x *PpeokRecaptured) String() string {
 func (*PpeokRecaptured) ProtoMessage() {}
 
 func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5974,7 +6068,7 @@ func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokRecaptured.ProtoReflect.Descriptor instead.
 func (*PpeokRecaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PpeokRecaptured) GetSeat() int32 {
@@ -6017,7 +6111,7 @@ type Jjok struct {
 
 func (x *Jjok) Reset() {
 	*x = Jjok{}
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6029,7 +6123,7 @@ func (x *Jjok) String() string {
 func (*Jjok) ProtoMessage() {}
 
 func (x *Jjok) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6042,7 +6136,7 @@ func (x *Jjok) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Jjok.ProtoReflect.Descriptor instead.
 func (*Jjok) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *Jjok) GetSeat() int32 {
@@ -6078,7 +6172,7 @@ type Ttadak struct {
 
 func (x *Ttadak) Reset() {
 	*x = Ttadak{}
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6090,7 +6184,7 @@ func (x *Ttadak) String() string {
 func (*Ttadak) ProtoMessage() {}
 
 func (x *Ttadak) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6103,7 +6197,7 @@ func (x *Ttadak) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ttadak.ProtoReflect.Descriptor instead.
 func (*Ttadak) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Ttadak) GetSeat() int32 {
@@ -6139,7 +6233,7 @@ type Sseul struct {
 
 func (x *Sseul) Reset() {
 	*x = Sseul{}
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6151,7 +6245,7 @@ func (x *Sseul) String() string {
 func (*Sseul) ProtoMessage() {}
 
 func (x *Sseul) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6164,7 +6258,7 @@ func (x *Sseul) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sseul.ProtoReflect.Descriptor instead.
 func (*Sseul) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Sseul) GetSeat() int32 {
@@ -6202,7 +6296,7 @@ type PiStolen struct {
 
 func (x *PiStolen) Reset() {
 	*x = PiStolen{}
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6214,7 +6308,7 @@ func (x *PiStolen) String() string {
 func (*PiStolen) ProtoMessage() {}
 
 func (x *PiStolen) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6227,7 +6321,7 @@ func (x *PiStolen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiStolen.ProtoReflect.Descriptor instead.
 func (*PiStolen) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *PiStolen) GetSeat() int32 {
@@ -6277,7 +6371,7 @@ type GukjinDecided struct {
 
 func (x *GukjinDecided) Reset() {
 	*x = GukjinDecided{}
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6289,7 +6383,7 @@ func (x *GukjinDecided) String() string {
 func (*GukjinDecided) ProtoMessage() {}
 
 func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6302,7 +6396,7 @@ func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GukjinDecided.ProtoReflect.Descriptor instead.
 func (*GukjinDecided) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *GukjinDecided) GetSeat() int32 {
@@ -6338,7 +6432,7 @@ type ScoreChanged struct {
 
 func (x *ScoreChanged) Reset() {
 	*x = ScoreChanged{}
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6350,7 +6444,7 @@ func (x *ScoreChanged) String() string {
 func (*ScoreChanged) ProtoMessage() {}
 
 func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6363,7 +6457,7 @@ func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreChanged.ProtoReflect.Descriptor instead.
 func (*ScoreChanged) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ScoreChanged) GetSeat() int32 {
@@ -6399,7 +6493,7 @@ type WentGo struct {
 
 func (x *WentGo) Reset() {
 	*x = WentGo{}
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6411,7 +6505,7 @@ func (x *WentGo) String() string {
 func (*WentGo) ProtoMessage() {}
 
 func (x *WentGo) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6424,7 +6518,7 @@ func (x *WentGo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WentGo.ProtoReflect.Descriptor instead.
 func (*WentGo) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *WentGo) GetSeat() int32 {
@@ -6460,7 +6554,7 @@ type Stopped struct {
 
 func (x *Stopped) Reset() {
 	*x = Stopped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6472,7 +6566,7 @@ func (x *Stopped) String() string {
 func (*Stopped) ProtoMessage() {}
 
 func (x *Stopped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6485,7 +6579,7 @@ func (x *Stopped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stopped.ProtoReflect.Descriptor instead.
 func (*Stopped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *Stopped) GetSeat() int32 {
@@ -6519,7 +6613,7 @@ type InstantPaid struct {
 
 func (x *InstantPaid) Reset() {
 	*x = InstantPaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6531,7 +6625,7 @@ func (x *InstantPaid) String() string {
 func (*InstantPaid) ProtoMessage() {}
 
 func (x *InstantPaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6544,7 +6638,7 @@ func (x *InstantPaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantPaid.ProtoReflect.Descriptor instead.
 func (*InstantPaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *InstantPaid) GetPayment() *Payment {
@@ -6566,7 +6660,7 @@ type InstantWin struct {
 
 func (x *InstantWin) Reset() {
 	*x = InstantWin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6578,7 +6672,7 @@ func (x *InstantWin) String() string {
 func (*InstantWin) ProtoMessage() {}
 
 func (x *InstantWin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6591,7 +6685,7 @@ func (x *InstantWin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantWin.ProtoReflect.Descriptor instead.
 func (*InstantWin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *InstantWin) GetSeat() int32 {
@@ -6626,7 +6720,7 @@ type InstantLoss struct {
 
 func (x *InstantLoss) Reset() {
 	*x = InstantLoss{}
-	mi := &file_gostop_v1_game_proto_msgTypes[77]
+	mi := &file_gostop_v1_game_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6638,7 +6732,7 @@ func (x *InstantLoss) String() string {
 func (*InstantLoss) ProtoMessage() {}
 
 func (x *InstantLoss) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[77]
+	mi := &file_gostop_v1_game_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6651,7 +6745,7 @@ func (x *InstantLoss) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantLoss.ProtoReflect.Descriptor instead.
 func (*InstantLoss) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{77}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *InstantLoss) GetSeat() int32 {
@@ -6678,7 +6772,7 @@ type Nagari struct {
 
 func (x *Nagari) Reset() {
 	*x = Nagari{}
-	mi := &file_gostop_v1_game_proto_msgTypes[78]
+	mi := &file_gostop_v1_game_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6690,7 +6784,7 @@ func (x *Nagari) String() string {
 func (*Nagari) ProtoMessage() {}
 
 func (x *Nagari) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[78]
+	mi := &file_gostop_v1_game_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6703,7 +6797,7 @@ func (x *Nagari) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Nagari.ProtoReflect.Descriptor instead.
 func (*Nagari) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{78}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *Nagari) GetReason() string {
@@ -6723,7 +6817,7 @@ type RoundSettled struct {
 
 func (x *RoundSettled) Reset() {
 	*x = RoundSettled{}
-	mi := &file_gostop_v1_game_proto_msgTypes[79]
+	mi := &file_gostop_v1_game_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6735,7 +6829,7 @@ func (x *RoundSettled) String() string {
 func (*RoundSettled) ProtoMessage() {}
 
 func (x *RoundSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[79]
+	mi := &file_gostop_v1_game_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6748,7 +6842,7 @@ func (x *RoundSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoundSettled.ProtoReflect.Descriptor instead.
 func (*RoundSettled) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{79}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *RoundSettled) GetSettlement() *Settlement {
@@ -6865,26 +6959,32 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x05hands\x18\x01 \x03(\v2\x0f.gostop.v1.HandR\x05hands\x12\x14\n" +
 	"\x05floor\x18\x02 \x03(\x05R\x05floor\x12\x14\n" +
 	"\x05stock\x18\x03 \x03(\x05R\x05stock\x12\x16\n" +
-	"\x06dealer\x18\x04 \x01(\x05R\x06dealer\"\xe4\x01\n" +
+	"\x06dealer\x18\x04 \x01(\x05R\x06dealer\"\x95\x02\n" +
 	"\x11CreateGameRequest\x12\x16\n" +
 	"\x06preset\x18\x01 \x01(\tR\x06preset\x12\x18\n" +
 	"\aplayers\x18\x02 \x01(\x05R\aplayers\x12.\n" +
 	"\toverrides\x18\x03 \x01(\v2\x10.gostop.v1.RulesR\toverrides\x12\x17\n" +
 	"\x04seed\x18\x04 \x01(\x04H\x00R\x04seed\x88\x01\x01\x12#\n" +
 	"\x04deal\x18\x05 \x01(\v2\x0f.gostop.v1.DealR\x04deal\x12\x1b\n" +
-	"\x06rounds\x18\x06 \x01(\x05H\x01R\x06rounds\x88\x01\x01B\a\n" +
+	"\x06rounds\x18\x06 \x01(\x05H\x01R\x06rounds\x88\x01\x01\x12/\n" +
+	"\tbot_seats\x18\a \x03(\v2\x12.gostop.v1.BotSeatR\bbotSeatsB\a\n" +
 	"\x05_seedB\t\n" +
-	"\a_rounds\"5\n" +
+	"\a_rounds\"L\n" +
+	"\aBotSeat\x12\x12\n" +
+	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x10\n" +
+	"\x03bot\x18\x02 \x01(\tR\x03bot\x12\x1b\n" +
+	"\tbudget_ms\x18\x03 \x01(\x05R\bbudgetMs\"5\n" +
 	"\tSeatToken\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x14\n" +
-	"\x05token\x18\x02 \x01(\tR\x05token\"\x88\x02\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\"\xb9\x02\n" +
 	"\x12CreateGameResponse\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12*\n" +
 	"\x05seats\x18\x02 \x03(\v2\x14.gostop.v1.SeatTokenR\x05seats\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x03R\aversion\x12'\n" +
 	"\x04view\x18\x04 \x01(\v2\x13.gostop.v1.GameViewR\x04view\x12&\n" +
 	"\x05rules\x18\x05 \x01(\v2\x10.gostop.v1.RulesR\x05rules\x12B\n" +
-	"\x0fdeal_commitment\x18\x06 \x01(\v2\x19.gostop.v1.DealCommitmentR\x0edealCommitment\"\x85\x01\n" +
+	"\x0fdeal_commitment\x18\x06 \x01(\v2\x19.gostop.v1.DealCommitmentR\x0edealCommitment\x12/\n" +
+	"\tbot_seats\x18\a \x03(\v2\x12.gostop.v1.BotSeatR\bbotSeats\"\x85\x01\n" +
 	"\x0eDealCommitment\x12\x16\n" +
 	"\x06scheme\x18\x01 \x01(\tR\x06scheme\x12-\n" +
 	"\x06source\x18\x02 \x01(\x0e2\x15.gostop.v1.DealSourceR\x06source\x12,\n" +
@@ -7109,7 +7209,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x04wins\x18\x05 \x03(\x05R\x04wins\x12\x16\n" +
 	"\x06losses\x18\x06 \x03(\x05R\x06losses\x12\x14\n" +
 	"\x05draws\x18\a \x03(\x05R\x05draws\x12\x1a\n" +
-	"\bfinished\x18\b \x01(\bR\bfinished\"\xaf\x06\n" +
+	"\bfinished\x18\b \x01(\bR\bfinished\"\xe0\x06\n" +
 	"\bGameView\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12\x16\n" +
 	"\x06viewer\x18\x02 \x01(\x05R\x06viewer\x12\x16\n" +
@@ -7137,7 +7237,8 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x06go_seq\x18\x14 \x01(\x05R\x05goSeq\x12*\n" +
 	"\x04turn\x18\x15 \x01(\v2\x16.gostop.v1.TurnContextR\x04turn\x12\x14\n" +
 	"\x05steps\x18\x16 \x01(\x05R\x05steps\x12+\n" +
-	"\x05plays\x18\x17 \x03(\v2\x15.gostop.v1.PlayRecordR\x05plays\"d\n" +
+	"\x05plays\x18\x17 \x03(\v2\x15.gostop.v1.PlayRecordR\x05plays\x12/\n" +
+	"\tbot_seats\x18\x18 \x03(\v2\x12.gostop.v1.BotSeatR\bbotSeats\"d\n" +
 	"\n" +
 	"PlayRecord\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x16\n" +
@@ -7376,7 +7477,7 @@ func file_gostop_v1_game_proto_rawDescGZIP() []byte {
 }
 
 var file_gostop_v1_game_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_gostop_v1_game_proto_goTypes = []any{
 	(GoScoring)(0),                 // 0: gostop.v1.GoScoring
 	(LastActionGo)(0),              // 1: gostop.v1.LastActionGo
@@ -7398,77 +7499,78 @@ var file_gostop_v1_game_proto_goTypes = []any{
 	(*Hand)(nil),                   // 17: gostop.v1.Hand
 	(*Deal)(nil),                   // 18: gostop.v1.Deal
 	(*CreateGameRequest)(nil),      // 19: gostop.v1.CreateGameRequest
-	(*SeatToken)(nil),              // 20: gostop.v1.SeatToken
-	(*CreateGameResponse)(nil),     // 21: gostop.v1.CreateGameResponse
-	(*DealCommitment)(nil),         // 22: gostop.v1.DealCommitment
-	(*DealReveal)(nil),             // 23: gostop.v1.DealReveal
-	(*GetGameRequest)(nil),         // 24: gostop.v1.GetGameRequest
-	(*GetGameResponse)(nil),        // 25: gostop.v1.GetGameResponse
-	(*Action)(nil),                 // 26: gostop.v1.Action
-	(*PlayCard)(nil),               // 27: gostop.v1.PlayCard
-	(*Bomb)(nil),                   // 28: gostop.v1.Bomb
-	(*FlipOnly)(nil),               // 29: gostop.v1.FlipOnly
-	(*ChooseCapture)(nil),          // 30: gostop.v1.ChooseCapture
-	(*KeepGukjin)(nil),             // 31: gostop.v1.KeepGukjin
-	(*ConvertGukjin)(nil),          // 32: gostop.v1.ConvertGukjin
-	(*Go)(nil),                     // 33: gostop.v1.Go
-	(*Stop)(nil),                   // 34: gostop.v1.Stop
-	(*JoinRound)(nil),              // 35: gostop.v1.JoinRound
-	(*SitOut)(nil),                 // 36: gostop.v1.SitOut
-	(*SellGwang)(nil),              // 37: gostop.v1.SellGwang
-	(*DeclineGwangSale)(nil),       // 38: gostop.v1.DeclineGwangSale
-	(*LegalAction)(nil),            // 39: gostop.v1.LegalAction
-	(*SubmitActionRequest)(nil),    // 40: gostop.v1.SubmitActionRequest
-	(*TurnResult)(nil),             // 41: gostop.v1.TurnResult
-	(*SubmitActionResponse)(nil),   // 42: gostop.v1.SubmitActionResponse
-	(*StartNextRoundRequest)(nil),  // 43: gostop.v1.StartNextRoundRequest
-	(*StartNextRoundResponse)(nil), // 44: gostop.v1.StartNextRoundResponse
-	(*WatchGameRequest)(nil),       // 45: gostop.v1.WatchGameRequest
-	(*WatchGameResponse)(nil),      // 46: gostop.v1.WatchGameResponse
-	(*GetGameLogRequest)(nil),      // 47: gostop.v1.GetGameLogRequest
-	(*LogEntry)(nil),               // 48: gostop.v1.LogEntry
-	(*GetGameLogResponse)(nil),     // 49: gostop.v1.GetGameLogResponse
-	(*Score)(nil),                  // 50: gostop.v1.Score
-	(*SeatView)(nil),               // 51: gostop.v1.SeatView
-	(*TurnContext)(nil),            // 52: gostop.v1.TurnContext
-	(*Stack)(nil),                  // 53: gostop.v1.Stack
-	(*Pending)(nil),                // 54: gostop.v1.Pending
-	(*Factor)(nil),                 // 55: gostop.v1.Factor
-	(*Payment)(nil),                // 56: gostop.v1.Payment
-	(*Bill)(nil),                   // 57: gostop.v1.Bill
-	(*Settlement)(nil),             // 58: gostop.v1.Settlement
-	(*MatchSummary)(nil),           // 59: gostop.v1.MatchSummary
-	(*GameView)(nil),               // 60: gostop.v1.GameView
-	(*PlayRecord)(nil),             // 61: gostop.v1.PlayRecord
-	(*Event)(nil),                  // 62: gostop.v1.Event
-	(*Redealt)(nil),                // 63: gostop.v1.Redealt
-	(*Dealt)(nil),                  // 64: gostop.v1.Dealt
-	(*BonusCaptured)(nil),          // 65: gostop.v1.BonusCaptured
-	(*SatOut)(nil),                 // 66: gostop.v1.SatOut
-	(*JoinedRound)(nil),            // 67: gostop.v1.JoinedRound
-	(*GwangSold)(nil),              // 68: gostop.v1.GwangSold
-	(*CardPlayed)(nil),             // 69: gostop.v1.CardPlayed
-	(*Shaken)(nil),                 // 70: gostop.v1.Shaken
-	(*Bombed)(nil),                 // 71: gostop.v1.Bombed
-	(*FlipOnlyUsed)(nil),           // 72: gostop.v1.FlipOnlyUsed
-	(*CardFlipped)(nil),            // 73: gostop.v1.CardFlipped
-	(*CardLaid)(nil),               // 74: gostop.v1.CardLaid
-	(*Captured)(nil),               // 75: gostop.v1.Captured
-	(*PpeokFormed)(nil),            // 76: gostop.v1.PpeokFormed
-	(*PpeokRecaptured)(nil),        // 77: gostop.v1.PpeokRecaptured
-	(*Jjok)(nil),                   // 78: gostop.v1.Jjok
-	(*Ttadak)(nil),                 // 79: gostop.v1.Ttadak
-	(*Sseul)(nil),                  // 80: gostop.v1.Sseul
-	(*PiStolen)(nil),               // 81: gostop.v1.PiStolen
-	(*GukjinDecided)(nil),          // 82: gostop.v1.GukjinDecided
-	(*ScoreChanged)(nil),           // 83: gostop.v1.ScoreChanged
-	(*WentGo)(nil),                 // 84: gostop.v1.WentGo
-	(*Stopped)(nil),                // 85: gostop.v1.Stopped
-	(*InstantPaid)(nil),            // 86: gostop.v1.InstantPaid
-	(*InstantWin)(nil),             // 87: gostop.v1.InstantWin
-	(*InstantLoss)(nil),            // 88: gostop.v1.InstantLoss
-	(*Nagari)(nil),                 // 89: gostop.v1.Nagari
-	(*RoundSettled)(nil),           // 90: gostop.v1.RoundSettled
+	(*BotSeat)(nil),                // 20: gostop.v1.BotSeat
+	(*SeatToken)(nil),              // 21: gostop.v1.SeatToken
+	(*CreateGameResponse)(nil),     // 22: gostop.v1.CreateGameResponse
+	(*DealCommitment)(nil),         // 23: gostop.v1.DealCommitment
+	(*DealReveal)(nil),             // 24: gostop.v1.DealReveal
+	(*GetGameRequest)(nil),         // 25: gostop.v1.GetGameRequest
+	(*GetGameResponse)(nil),        // 26: gostop.v1.GetGameResponse
+	(*Action)(nil),                 // 27: gostop.v1.Action
+	(*PlayCard)(nil),               // 28: gostop.v1.PlayCard
+	(*Bomb)(nil),                   // 29: gostop.v1.Bomb
+	(*FlipOnly)(nil),               // 30: gostop.v1.FlipOnly
+	(*ChooseCapture)(nil),          // 31: gostop.v1.ChooseCapture
+	(*KeepGukjin)(nil),             // 32: gostop.v1.KeepGukjin
+	(*ConvertGukjin)(nil),          // 33: gostop.v1.ConvertGukjin
+	(*Go)(nil),                     // 34: gostop.v1.Go
+	(*Stop)(nil),                   // 35: gostop.v1.Stop
+	(*JoinRound)(nil),              // 36: gostop.v1.JoinRound
+	(*SitOut)(nil),                 // 37: gostop.v1.SitOut
+	(*SellGwang)(nil),              // 38: gostop.v1.SellGwang
+	(*DeclineGwangSale)(nil),       // 39: gostop.v1.DeclineGwangSale
+	(*LegalAction)(nil),            // 40: gostop.v1.LegalAction
+	(*SubmitActionRequest)(nil),    // 41: gostop.v1.SubmitActionRequest
+	(*TurnResult)(nil),             // 42: gostop.v1.TurnResult
+	(*SubmitActionResponse)(nil),   // 43: gostop.v1.SubmitActionResponse
+	(*StartNextRoundRequest)(nil),  // 44: gostop.v1.StartNextRoundRequest
+	(*StartNextRoundResponse)(nil), // 45: gostop.v1.StartNextRoundResponse
+	(*WatchGameRequest)(nil),       // 46: gostop.v1.WatchGameRequest
+	(*WatchGameResponse)(nil),      // 47: gostop.v1.WatchGameResponse
+	(*GetGameLogRequest)(nil),      // 48: gostop.v1.GetGameLogRequest
+	(*LogEntry)(nil),               // 49: gostop.v1.LogEntry
+	(*GetGameLogResponse)(nil),     // 50: gostop.v1.GetGameLogResponse
+	(*Score)(nil),                  // 51: gostop.v1.Score
+	(*SeatView)(nil),               // 52: gostop.v1.SeatView
+	(*TurnContext)(nil),            // 53: gostop.v1.TurnContext
+	(*Stack)(nil),                  // 54: gostop.v1.Stack
+	(*Pending)(nil),                // 55: gostop.v1.Pending
+	(*Factor)(nil),                 // 56: gostop.v1.Factor
+	(*Payment)(nil),                // 57: gostop.v1.Payment
+	(*Bill)(nil),                   // 58: gostop.v1.Bill
+	(*Settlement)(nil),             // 59: gostop.v1.Settlement
+	(*MatchSummary)(nil),           // 60: gostop.v1.MatchSummary
+	(*GameView)(nil),               // 61: gostop.v1.GameView
+	(*PlayRecord)(nil),             // 62: gostop.v1.PlayRecord
+	(*Event)(nil),                  // 63: gostop.v1.Event
+	(*Redealt)(nil),                // 64: gostop.v1.Redealt
+	(*Dealt)(nil),                  // 65: gostop.v1.Dealt
+	(*BonusCaptured)(nil),          // 66: gostop.v1.BonusCaptured
+	(*SatOut)(nil),                 // 67: gostop.v1.SatOut
+	(*JoinedRound)(nil),            // 68: gostop.v1.JoinedRound
+	(*GwangSold)(nil),              // 69: gostop.v1.GwangSold
+	(*CardPlayed)(nil),             // 70: gostop.v1.CardPlayed
+	(*Shaken)(nil),                 // 71: gostop.v1.Shaken
+	(*Bombed)(nil),                 // 72: gostop.v1.Bombed
+	(*FlipOnlyUsed)(nil),           // 73: gostop.v1.FlipOnlyUsed
+	(*CardFlipped)(nil),            // 74: gostop.v1.CardFlipped
+	(*CardLaid)(nil),               // 75: gostop.v1.CardLaid
+	(*Captured)(nil),               // 76: gostop.v1.Captured
+	(*PpeokFormed)(nil),            // 77: gostop.v1.PpeokFormed
+	(*PpeokRecaptured)(nil),        // 78: gostop.v1.PpeokRecaptured
+	(*Jjok)(nil),                   // 79: gostop.v1.Jjok
+	(*Ttadak)(nil),                 // 80: gostop.v1.Ttadak
+	(*Sseul)(nil),                  // 81: gostop.v1.Sseul
+	(*PiStolen)(nil),               // 82: gostop.v1.PiStolen
+	(*GukjinDecided)(nil),          // 83: gostop.v1.GukjinDecided
+	(*ScoreChanged)(nil),           // 84: gostop.v1.ScoreChanged
+	(*WentGo)(nil),                 // 85: gostop.v1.WentGo
+	(*Stopped)(nil),                // 86: gostop.v1.Stopped
+	(*InstantPaid)(nil),            // 87: gostop.v1.InstantPaid
+	(*InstantWin)(nil),             // 88: gostop.v1.InstantWin
+	(*InstantLoss)(nil),            // 89: gostop.v1.InstantLoss
+	(*Nagari)(nil),                 // 90: gostop.v1.Nagari
+	(*RoundSettled)(nil),           // 91: gostop.v1.RoundSettled
 }
 var file_gostop_v1_game_proto_depIdxs = []int32{
 	0,   // 0: gostop.v1.Rules.go_scoring:type_name -> gostop.v1.GoScoring
@@ -7487,109 +7589,112 @@ var file_gostop_v1_game_proto_depIdxs = []int32{
 	17,  // 13: gostop.v1.Deal.hands:type_name -> gostop.v1.Hand
 	11,  // 14: gostop.v1.CreateGameRequest.overrides:type_name -> gostop.v1.Rules
 	18,  // 15: gostop.v1.CreateGameRequest.deal:type_name -> gostop.v1.Deal
-	20,  // 16: gostop.v1.CreateGameResponse.seats:type_name -> gostop.v1.SeatToken
-	60,  // 17: gostop.v1.CreateGameResponse.view:type_name -> gostop.v1.GameView
-	11,  // 18: gostop.v1.CreateGameResponse.rules:type_name -> gostop.v1.Rules
-	22,  // 19: gostop.v1.CreateGameResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
-	9,   // 20: gostop.v1.DealCommitment.source:type_name -> gostop.v1.DealSource
-	60,  // 21: gostop.v1.GetGameResponse.view:type_name -> gostop.v1.GameView
-	27,  // 22: gostop.v1.Action.play_card:type_name -> gostop.v1.PlayCard
-	28,  // 23: gostop.v1.Action.bomb:type_name -> gostop.v1.Bomb
-	29,  // 24: gostop.v1.Action.flip_only:type_name -> gostop.v1.FlipOnly
-	30,  // 25: gostop.v1.Action.choose_capture:type_name -> gostop.v1.ChooseCapture
-	31,  // 26: gostop.v1.Action.keep_gukjin:type_name -> gostop.v1.KeepGukjin
-	32,  // 27: gostop.v1.Action.convert_gukjin:type_name -> gostop.v1.ConvertGukjin
-	33,  // 28: gostop.v1.Action.go:type_name -> gostop.v1.Go
-	34,  // 29: gostop.v1.Action.stop:type_name -> gostop.v1.Stop
-	35,  // 30: gostop.v1.Action.join_round:type_name -> gostop.v1.JoinRound
-	36,  // 31: gostop.v1.Action.sit_out:type_name -> gostop.v1.SitOut
-	37,  // 32: gostop.v1.Action.sell_gwang:type_name -> gostop.v1.SellGwang
-	38,  // 33: gostop.v1.Action.decline_gwang_sale:type_name -> gostop.v1.DeclineGwangSale
-	26,  // 34: gostop.v1.LegalAction.action:type_name -> gostop.v1.Action
-	26,  // 35: gostop.v1.SubmitActionRequest.structured:type_name -> gostop.v1.Action
-	62,  // 36: gostop.v1.TurnResult.events:type_name -> gostop.v1.Event
-	60,  // 37: gostop.v1.TurnResult.view:type_name -> gostop.v1.GameView
-	58,  // 38: gostop.v1.TurnResult.settlement:type_name -> gostop.v1.Settlement
-	41,  // 39: gostop.v1.SubmitActionResponse.result:type_name -> gostop.v1.TurnResult
-	41,  // 40: gostop.v1.StartNextRoundResponse.result:type_name -> gostop.v1.TurnResult
-	62,  // 41: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
-	26,  // 42: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
-	62,  // 43: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
-	48,  // 44: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
-	11,  // 45: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
-	18,  // 46: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
-	22,  // 47: gostop.v1.GetGameLogResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
-	23,  // 48: gostop.v1.GetGameLogResponse.deal_reveal:type_name -> gostop.v1.DealReveal
-	50,  // 49: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
-	50,  // 50: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
-	10,  // 51: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
-	55,  // 52: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
-	50,  // 53: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
-	55,  // 54: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
-	57,  // 55: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
-	56,  // 56: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
-	10,  // 57: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
-	53,  // 58: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
-	51,  // 59: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
-	54,  // 60: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
-	39,  // 61: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
-	56,  // 62: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
-	58,  // 63: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
-	59,  // 64: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
-	11,  // 65: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
-	52,  // 66: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
-	61,  // 67: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
-	63,  // 68: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
-	64,  // 69: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
-	65,  // 70: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
-	66,  // 71: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
-	67,  // 72: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
-	68,  // 73: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
-	69,  // 74: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
-	70,  // 75: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
-	71,  // 76: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
-	72,  // 77: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
-	73,  // 78: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
-	74,  // 79: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
-	75,  // 80: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
-	76,  // 81: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
-	77,  // 82: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
-	78,  // 83: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
-	79,  // 84: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
-	80,  // 85: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
-	81,  // 86: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
-	82,  // 87: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
-	83,  // 88: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
-	84,  // 89: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
-	85,  // 90: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
-	86,  // 91: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
-	87,  // 92: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
-	88,  // 93: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
-	89,  // 94: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
-	90,  // 95: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
-	17,  // 96: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
-	50,  // 97: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
-	56,  // 98: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
-	58,  // 99: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
-	15,  // 100: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
-	19,  // 101: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
-	24,  // 102: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
-	40,  // 103: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
-	45,  // 104: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
-	47,  // 105: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
-	43,  // 106: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
-	16,  // 107: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
-	21,  // 108: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
-	25,  // 109: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
-	42,  // 110: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
-	46,  // 111: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
-	49,  // 112: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
-	44,  // 113: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
-	107, // [107:114] is the sub-list for method output_type
-	100, // [100:107] is the sub-list for method input_type
-	100, // [100:100] is the sub-list for extension type_name
-	100, // [100:100] is the sub-list for extension extendee
-	0,   // [0:100] is the sub-list for field type_name
+	20,  // 16: gostop.v1.CreateGameRequest.bot_seats:type_name -> gostop.v1.BotSeat
+	21,  // 17: gostop.v1.CreateGameResponse.seats:type_name -> gostop.v1.SeatToken
+	61,  // 18: gostop.v1.CreateGameResponse.view:type_name -> gostop.v1.GameView
+	11,  // 19: gostop.v1.CreateGameResponse.rules:type_name -> gostop.v1.Rules
+	23,  // 20: gostop.v1.CreateGameResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
+	20,  // 21: gostop.v1.CreateGameResponse.bot_seats:type_name -> gostop.v1.BotSeat
+	9,   // 22: gostop.v1.DealCommitment.source:type_name -> gostop.v1.DealSource
+	61,  // 23: gostop.v1.GetGameResponse.view:type_name -> gostop.v1.GameView
+	28,  // 24: gostop.v1.Action.play_card:type_name -> gostop.v1.PlayCard
+	29,  // 25: gostop.v1.Action.bomb:type_name -> gostop.v1.Bomb
+	30,  // 26: gostop.v1.Action.flip_only:type_name -> gostop.v1.FlipOnly
+	31,  // 27: gostop.v1.Action.choose_capture:type_name -> gostop.v1.ChooseCapture
+	32,  // 28: gostop.v1.Action.keep_gukjin:type_name -> gostop.v1.KeepGukjin
+	33,  // 29: gostop.v1.Action.convert_gukjin:type_name -> gostop.v1.ConvertGukjin
+	34,  // 30: gostop.v1.Action.go:type_name -> gostop.v1.Go
+	35,  // 31: gostop.v1.Action.stop:type_name -> gostop.v1.Stop
+	36,  // 32: gostop.v1.Action.join_round:type_name -> gostop.v1.JoinRound
+	37,  // 33: gostop.v1.Action.sit_out:type_name -> gostop.v1.SitOut
+	38,  // 34: gostop.v1.Action.sell_gwang:type_name -> gostop.v1.SellGwang
+	39,  // 35: gostop.v1.Action.decline_gwang_sale:type_name -> gostop.v1.DeclineGwangSale
+	27,  // 36: gostop.v1.LegalAction.action:type_name -> gostop.v1.Action
+	27,  // 37: gostop.v1.SubmitActionRequest.structured:type_name -> gostop.v1.Action
+	63,  // 38: gostop.v1.TurnResult.events:type_name -> gostop.v1.Event
+	61,  // 39: gostop.v1.TurnResult.view:type_name -> gostop.v1.GameView
+	59,  // 40: gostop.v1.TurnResult.settlement:type_name -> gostop.v1.Settlement
+	42,  // 41: gostop.v1.SubmitActionResponse.result:type_name -> gostop.v1.TurnResult
+	42,  // 42: gostop.v1.StartNextRoundResponse.result:type_name -> gostop.v1.TurnResult
+	63,  // 43: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
+	27,  // 44: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
+	63,  // 45: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
+	49,  // 46: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
+	11,  // 47: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
+	18,  // 48: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
+	23,  // 49: gostop.v1.GetGameLogResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
+	24,  // 50: gostop.v1.GetGameLogResponse.deal_reveal:type_name -> gostop.v1.DealReveal
+	51,  // 51: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
+	51,  // 52: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
+	10,  // 53: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
+	56,  // 54: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
+	51,  // 55: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
+	56,  // 56: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
+	58,  // 57: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
+	57,  // 58: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
+	10,  // 59: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
+	54,  // 60: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
+	52,  // 61: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
+	55,  // 62: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
+	40,  // 63: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
+	57,  // 64: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
+	59,  // 65: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
+	60,  // 66: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
+	11,  // 67: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
+	53,  // 68: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
+	62,  // 69: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
+	20,  // 70: gostop.v1.GameView.bot_seats:type_name -> gostop.v1.BotSeat
+	64,  // 71: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
+	65,  // 72: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
+	66,  // 73: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
+	67,  // 74: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
+	68,  // 75: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
+	69,  // 76: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
+	70,  // 77: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
+	71,  // 78: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
+	72,  // 79: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
+	73,  // 80: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
+	74,  // 81: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
+	75,  // 82: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
+	76,  // 83: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
+	77,  // 84: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
+	78,  // 85: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
+	79,  // 86: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
+	80,  // 87: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
+	81,  // 88: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
+	82,  // 89: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
+	83,  // 90: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
+	84,  // 91: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
+	85,  // 92: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
+	86,  // 93: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
+	87,  // 94: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
+	88,  // 95: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
+	89,  // 96: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
+	90,  // 97: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
+	91,  // 98: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
+	17,  // 99: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
+	51,  // 100: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
+	57,  // 101: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
+	59,  // 102: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
+	15,  // 103: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
+	19,  // 104: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
+	25,  // 105: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
+	41,  // 106: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
+	46,  // 107: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
+	48,  // 108: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
+	44,  // 109: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
+	16,  // 110: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
+	22,  // 111: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
+	26,  // 112: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
+	43,  // 113: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
+	47,  // 114: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
+	50,  // 115: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
+	45,  // 116: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
+	110, // [110:117] is the sub-list for method output_type
+	103, // [103:110] is the sub-list for method input_type
+	103, // [103:103] is the sub-list for extension type_name
+	103, // [103:103] is the sub-list for extension extendee
+	0,   // [0:103] is the sub-list for field type_name
 }
 
 func init() { file_gostop_v1_game_proto_init() }
@@ -7599,8 +7704,8 @@ func file_gostop_v1_game_proto_init() {
 	}
 	file_gostop_v1_game_proto_msgTypes[0].OneofWrappers = []any{}
 	file_gostop_v1_game_proto_msgTypes[8].OneofWrappers = []any{}
-	file_gostop_v1_game_proto_msgTypes[12].OneofWrappers = []any{}
-	file_gostop_v1_game_proto_msgTypes[15].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[13].OneofWrappers = []any{}
+	file_gostop_v1_game_proto_msgTypes[16].OneofWrappers = []any{
 		(*Action_PlayCard)(nil),
 		(*Action_Bomb)(nil),
 		(*Action_FlipOnly)(nil),
@@ -7614,11 +7719,11 @@ func file_gostop_v1_game_proto_init() {
 		(*Action_SellGwang)(nil),
 		(*Action_DeclineGwangSale)(nil),
 	}
-	file_gostop_v1_game_proto_msgTypes[29].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[30].OneofWrappers = []any{
 		(*SubmitActionRequest_ActionId)(nil),
 		(*SubmitActionRequest_Structured)(nil),
 	}
-	file_gostop_v1_game_proto_msgTypes[51].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[52].OneofWrappers = []any{
 		(*Event_Redealt)(nil),
 		(*Event_Dealt)(nil),
 		(*Event_BonusCaptured)(nil),
@@ -7654,7 +7759,7 @@ func file_gostop_v1_game_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gostop_v1_game_proto_rawDesc), len(file_gostop_v1_game_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   80,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,291 @@
+"""Pending bot turns: how bot workers learn that a bot seat must decide.
+
+After every commit that leaves a bot seat to decide, the service pushes a ``BotTurn`` (game,
+version, seat, bot, budget). Bot workers take turns, decide, submit the decision through the API
+with the request id ``bot_request_id(turn)`` (so a turn handled twice commits once: the second
+submission is answered from the first) and then acknowledge the turn.
+
+Two queues honour one contract:
+
+- ``MemoryBotQueue``: in this process, for the embedded memory store and its in-process worker.
+- ``RedisBotQueue``: Redis streams read by a consumer group, one stream per shard of games
+  (``gostop:bots:{s<N>}``, each its own Cluster slot, so Cluster spreads them). Delivery is
+  at-least-once: a turn a worker took and never acknowledged (it died) is claimed by another worker
+  once idle for ``claim_idle_ms`` (XAUTOCLAIM). Acknowledged turns are deleted, so a stream's length
+  is its pending work.
+
+The push follows the commit; it is not part of the commit's transaction (in Cluster the game's
+keys and the shard's stream live in different slots). A push that fails is retried in the
+background; what no retry could push (the process died between its commit and the push) is
+pushed again by the next read of that game (``Games`` nudges a bot turn older than the claim time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import time
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .store_api import StoreUnavailable
+
+
+@dataclass(frozen=True, slots=True)
+class BotTurn:
+    """One decision a bot seat owes: the seat ``seat`` of ``game_id`` at ``version``."""
+
+    game_id: str
+    version: int
+    seat: int
+    bot: str
+    budget_ms: int
+    kind: str = "act"
+    """``act`` (an action of the round) or ``next_round`` (a table of bots alone deals the next round)."""
+    queued_ms: int = 0
+    """Wall-clock milliseconds when the turn was pushed (for its age)."""
+
+    def fields(self) -> dict[str, str]:
+        return {"game": self.game_id, "version": str(self.version), "seat": str(self.seat), "bot": self.bot,
+                "budget": str(self.budget_ms), "kind": self.kind, "at": str(self.queued_ms)}
+
+    @classmethod
+    def from_fields(cls, raw: dict[Any, Any]) -> BotTurn:
+        """A turn from stream fields (bytes or text keys); ``ValueError`` for anything malformed."""
+        f = {(k.decode() if isinstance(k, bytes) else str(k)): (v.decode() if isinstance(v, bytes) else str(v))
+             for k, v in raw.items()}
+        try:
+            turn = cls(f["game"], int(f["version"]), int(f["seat"]), f["bot"], int(f["budget"]),
+                       f.get("kind", "act"), int(f.get("at", "0")))
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"malformed bot turn {f!r}: {exc}") from None
+        if turn.kind not in ("act", "next_round") or turn.version < 1 or not 0 <= turn.seat < 8:
+            raise ValueError(f"malformed bot turn {f!r}")
+        return turn
+
+
+def bot_request_id(turn: BotTurn) -> str:
+    """The request id of a bot turn's decision: one per (game, version, seat), so that two workers
+    handling the same turn commit it once."""
+    return f"bot.{turn.kind}.{turn.version}.{turn.seat}"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """A turn a worker holds until it acknowledges it; ``ref`` names it in the queue."""
+
+    ref: str
+    turn: BotTurn | None
+    """None for an entry that could not be read (acknowledge it: it can never be played)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """Turns pushed and not yet acknowledged, and the age of the oldest (seconds; 0 when none)."""
+
+    pending: int
+    oldest_seconds: float
+
+
+class BotQueue(Protocol):
+    name: str
+
+    async def push(self, turn: BotTurn) -> None:
+        """Queue ``turn``; ``StoreUnavailable`` if it could not be queued."""
+        ...
+
+    async def take(self, consumer: str, count: int, block_ms: int) -> list[Taken]:
+        """Up to ``count`` turns for ``consumer``: ones idle longer than the claim time first (their
+        worker died), then new ones, waiting up to ``block_ms`` for one."""
+        ...
+
+    async def ack(self, taken: Sequence[Taken]) -> None:
+        """The turns are done (decided, stale or unplayable): never deliver them again."""
+        ...
+
+    async def backlog(self) -> Backlog:
+        ...
+
+    async def close(self) -> None:
+        ...
+
+
+class MemoryBotQueue:
+    """The queue in this process (the memory store's companion): a turn taken and not acknowledged
+    within ``claim_idle_ms`` is delivered again."""
+
+    name = "memory"
+
+    def __init__(self, claim_idle_ms: int = 15000) -> None:
+        self._ready: collections.deque[tuple[str, BotTurn]] = collections.deque()
+        self._taken: dict[str, tuple[float, BotTurn]] = {}
+        self._seq = 0
+        self._claim_idle = claim_idle_ms / 1000
+        self._wakeup = asyncio.Event()
+
+    async def push(self, turn: BotTurn) -> None:
+        self._seq += 1
+        self._ready.append((str(self._seq), turn))
+        self._wakeup.set()
+
+    async def take(self, consumer: str, count: int, block_ms: int) -> list[Taken]:
+        deadline = time.monotonic() + block_ms / 1000
+        while True:
+            now = time.monotonic()
+            out: list[Taken] = []
+            for ref, (since, turn) in list(self._taken.items()):
+                if len(out) < count and now - since >= self._claim_idle:
+                    self._taken[ref] = (now, turn)
+                    out.append(Taken(ref, turn))
+            while self._ready and len(out) < count:
+                ref, turn = self._ready.popleft()
+                self._taken[ref] = (now, turn)
+                out.append(Taken(ref, turn))
+            if out or now >= deadline:
+                return out
+            self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout=min(deadline - now, self._claim_idle))
+
+    async def ack(self, taken: Sequence[Taken]) -> None:
+        for item in taken:
+            self._taken.pop(item.ref, None)
+
+    async def backlog(self) -> Backlog:
+        turns = [t for _, t in self._ready] + [t for _, t in self._taken.values()]
+        if not turns:
+            return Backlog(0, 0.0)
+        return Backlog(len(turns), max(0.0, (now_ms() - min(t.queued_ms for t in turns)) / 1000))
+
+    async def close(self) -> None:
+        self._wakeup.set()
+
+
+GROUP = "gostop-bot-workers"
+MAX_STREAM = 1_000_000
+"""Approximate cap of one shard's stream (MAXLEN ~): a bound on a backlog nobody works off."""
+
+
+def shard_of(game_id: str, shards: int) -> int:
+    """The shard of a game: CRC-32 of its id (the same on every server and worker)."""
+    return zlib.crc32(game_id.encode()) % shards
+
+
+class RedisBotQueue:
+    """Turns in Redis streams, one per shard, read by the consumer group ``gostop-bot-workers``.
+
+    ``execute(*command, idempotent=..., blocking=...)`` runs one Redis command with the store's
+    error mapping (``RedisStore.execute``)."""
+
+    name = "redis"
+
+    def __init__(self, store: Any, shards: int = 8, claim_idle_ms: int = 15000, prefix: str = "gostop") -> None:
+        if shards < 1:
+            raise ValueError("shards must be at least 1")
+        self._store = store
+        self.keys = [f"{prefix}:bots:{{s{i}}}" for i in range(shards)]
+        self._claim_idle_ms = claim_idle_ms
+        self._grouped = False
+        self._next = 0
+        """The shard a worker's next blocking read starts from (round robin)."""
+        self._cursor: dict[str, bytes | str] = {}
+        """XAUTOCLAIM cursor per stream."""
+
+    async def _groups(self) -> None:
+        if self._grouped:
+            return
+        for key in self.keys:
+            try:
+                await self._store.execute("XGROUP", "CREATE", key, GROUP, "0", "MKSTREAM", idempotent=True)
+            except StoreUnavailable as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+        self._grouped = True
+
+    async def push(self, turn: BotTurn) -> None:
+        key = self.keys[shard_of(turn.game_id, len(self.keys))]
+        args: list[str] = []
+        for k, v in turn.fields().items():
+            args += [k, v]
+        await self._store.execute("XADD", key, "MAXLEN", "~", str(MAX_STREAM), "*", *args, idempotent=False)
+
+    async def take(self, consumer: str, count: int, block_ms: int) -> list[Taken]:
+        await self._groups()
+        out: list[Taken] = []
+        for key in self.keys:  # turns a dead worker left, first
+            if len(out) >= count:
+                break
+            reply = await self._store.execute(
+                "XAUTOCLAIM", key, GROUP, consumer, str(self._claim_idle_ms), self._cursor.get(key, "0-0"),
+                "COUNT", str(count - len(out)), idempotent=True)
+            self._cursor[key] = reply[0]
+            out += [self._taken(key, entry_id, fields) for entry_id, fields in reply[1] if fields is not None]
+        if out:
+            return out
+        # New turns: a non-blocking look at every shard, then one short blocking read on one of them.
+        for key in self._order():
+            out += await self._read(key, consumer, count - len(out), None)
+            if len(out) >= count:
+                return out
+        if out or block_ms <= 0:
+            return out
+        key = self.keys[self._next % len(self.keys)]
+        self._next += 1
+        return await self._read(key, consumer, count, max(1, block_ms // len(self.keys)))
+
+    def _order(self) -> list[str]:
+        start = self._next % len(self.keys)
+        return self.keys[start:] + self.keys[:start]
+
+    async def _read(self, key: str, consumer: str, count: int, block_ms: int | None) -> list[Taken]:
+        command: list[str] = ["XREADGROUP", "GROUP", GROUP, consumer, "COUNT", str(count)]
+        if block_ms is not None:
+            command += ["BLOCK", str(block_ms)]
+        reply = await self._store.execute(*command, "STREAMS", key, ">", idempotent=False,
+                                          blocking=block_ms is not None)
+        if not reply:
+            return []
+        entries: Any = reply.get(key, reply.get(key.encode())) if isinstance(reply, dict) else reply[0][1]
+        if entries and isinstance(entries[0], list) and entries[0] and isinstance(entries[0][0], list):
+            entries = entries[0]  # RESP3 nesting
+        return [self._taken(key, entry_id, fields) for entry_id, fields in entries or []]
+
+    @staticmethod
+    def _taken(key: str, entry_id: Any, fields: Any) -> Taken:
+        entry = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+        raw = fields if isinstance(fields, dict) else dict(zip(fields[::2], fields[1::2], strict=True))
+        try:
+            turn: BotTurn | None = BotTurn.from_fields(raw)
+        except ValueError:
+            turn = None
+        return Taken(f"{key}\n{entry}", turn)
+
+    async def ack(self, taken: Sequence[Taken]) -> None:
+        by_key: dict[str, list[str]] = {}
+        for item in taken:
+            key, _, entry = item.ref.partition("\n")
+            by_key.setdefault(key, []).append(entry)
+        for key, entries in by_key.items():
+            await self._store.execute("XACK", key, GROUP, *entries, idempotent=True)
+            await self._store.execute("XDEL", key, *entries, idempotent=True)
+
+    async def backlog(self) -> Backlog:
+        pending, oldest = 0, None
+        for key in self.keys:
+            pending += int(await self._store.execute("XLEN", key, idempotent=True) or 0)
+            first = await self._store.execute("XRANGE", key, "-", "+", "COUNT", "1", idempotent=True)
+            if first:
+                entry_id = first[0][0]
+                ms = int((entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)).split("-")[0])
+                oldest = ms if oldest is None else min(oldest, ms)
+        return Backlog(pending, 0.0 if oldest is None else max(0.0, (now_ms() - oldest) / 1000))
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,195 @@
+"""Bot seats (issue 23): games where the server's bot workers play some seats.
+
+Real servers over each store backend: the memory store with its in-process worker, and Redis
+(its streams and consumer group) with the same worker inside the server (``bot_worker=on``). A
+person's seat plays random legal actions through the API; the bot seats' turns are the workers'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+
+from gostop.engine import PRESET_PLAYERS
+from gostop.service.server import Server
+from gostop.tools.botworker import attach_in_process_worker
+from gostop.v1 import game_pb2 as pb
+from testkit.servers import OPERATOR, Api, Game, config, expect, replay, stub
+
+BOT_KEY = "bot-key-for-tests-0123456789"
+
+
+@contextlib.asynccontextmanager
+async def bot_server(store_url: str, **settings: Any) -> AsyncIterator[Api]:
+    """A server with its in-process bot worker (on Redis too: ``bot_worker=on``)."""
+    settings.setdefault("bot_worker", "on")
+    server = Server(config(store_url, bot_keys=BOT_KEY, **settings))
+    attach_in_process_worker(server)
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
+    try:
+        yield Api(channel, stub(channel), server.port, server)
+    finally:
+        await channel.close()
+        await server.stop(0)
+
+
+async def create(api: Api, preset: str, players: int, bots: dict[int, str], rounds: int = 1,
+                 budget_ms: int = 0, metadata: Any = OPERATOR, seed: int | None = None) -> Game:
+    """A new game; with the operator's key and no ``seed``, the first operator seed from 1 up whose
+    first round does not end at its deal (a 총통 or a misdeal would leave the bots nothing to play)."""
+    for attempt in range(1, 50):
+        req = pb.CreateGameRequest(preset=preset, players=players, rounds=rounds)
+        if seed is not None or metadata == OPERATOR:
+            req.seed = seed if seed is not None else attempt
+        for seat, bot in bots.items():
+            req.bot_seats.add(seat=seat, bot=bot, budget_ms=budget_ms)
+        out = await api.stub.CreateGame(req, metadata=metadata)
+        if out.view.phase != pb.PHASE_OVER or seed is not None or metadata != OPERATOR:
+            return Game(out.game_id, {s.seat: s.token for s in out.seats}, out.version, out)
+    raise AssertionError("no seed from 1 to 49 deals a round that is played")
+
+
+async def wait_for_person(api: Api, game: Game, people: set[int], limit: float = 60.0) -> pb.GameView:
+    """The spectator's view once a person must decide or the round is over (bots play meanwhile)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while True:
+        view = (await api.get(game)).view
+        if view.phase == pb.PHASE_OVER or view.to_move in people:
+            game.version = view.version
+            return view
+        if loop.time() > deadline:
+            raise AssertionError(f"the bot seats did not move from version {view.version} (to move: {view.to_move})")
+        await asyncio.sleep(0.01)
+
+
+async def play_with_bots(api: Api, game: Game, people: set[int], rng: random.Random) -> pb.GameView:
+    """Play the people's seats at random until the round is over; the final spectator view."""
+    for _ in range(1000):
+        view = await wait_for_person(api, game, people)
+        if view.phase == pb.PHASE_OVER:
+            return view
+        own = (await api.get(game, view.to_move)).view
+        assert own.legal_actions
+        await api.submit(game, view.to_move, rng.choice(own.legal_actions).id, version=own.version)
+    raise AssertionError("the round did not end")
+
+
+def bot_entries(log: pb.GetGameLogResponse, seats: set[int]) -> list[pb.LogEntry]:
+    return [e for e in log.entries if e.seat in seats]
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_PLAYERS))
+async def test_a_person_plays_a_bot_seat_to_the_settlement(store_url: str, preset: str) -> None:
+    async with bot_server(store_url) as api:
+        game = await create(api, preset, 2, {1: "greedy"})
+        assert sorted(game.tokens) == [0], "a bot seat gets no token"
+        assert [(b.seat, b.bot) for b in game.created.bot_seats] == [(1, "greedy")]
+        assert game.created.bot_seats[0].budget_ms == 200, "the server's default budget"
+        assert [(b.seat, b.bot) for b in (await api.get(game, 0)).view.bot_seats] == [(1, "greedy")]
+        final = await play_with_bots(api, game, {0}, random.Random(preset))
+        assert final.HasField("settlement")
+        log = await api.log(game)
+        replayed, _ = replay(log, 1)  # the engine re-applies every entry: each bot move was legal
+        assert replayed.round.over
+        moves = bot_entries(log, {1})
+        assert moves, "the bot seat moved"
+        assert all(e.request_id.startswith("bot.act.") for e in moves)
+        spectator = await api.get(game)
+        assert spectator.view.settlement == final.settlement
+
+
+async def test_two_bot_seats_at_a_three_player_table(store_url: str) -> None:
+    async with bot_server(store_url) as api:
+        game = await create(api, "classic", 3, {1: "greedy", 2: "random"})
+        assert sorted(game.tokens) == [0]
+        await play_with_bots(api, game, {0}, random.Random(3))
+        log = await api.log(game)
+        replay(log, 1)
+        assert {e.seat for e in bot_entries(log, {1, 2})} == {1, 2}
+
+
+async def test_a_table_of_bots_alone_plays_its_whole_match(store_url: str) -> None:
+    async with bot_server(store_url) as api:
+        game = await create(api, "standard", 2, {0: "random", 1: "greedy"}, rounds=2)
+        assert not game.tokens
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while not (view := (await api.get(game)).view).match.finished:
+            assert loop.time() < deadline, f"the match stopped at version {view.version}"
+            await asyncio.sleep(0.02)
+        log = await api.log(game)
+        replay(log, 2)
+        assert any(e.request_id.startswith("bot.next_round.") for e in log.entries)
+
+
+async def test_bot_seats_are_checked_at_creation() -> None:
+    async with bot_server("", remote_bots="ts=127.0.0.1:1") as api:
+        cases = [
+            ({5: "greedy"}, 0, "BAD_BOT_SEAT"),
+            ({1: "nosuchbot"}, 0, "UNKNOWN_BOT"),
+            ({1: "remote:127.0.0.1:9"}, 0, "UNKNOWN_BOT"),
+            ({1: "remote:other"}, 0, "UNKNOWN_BOT"),
+            ({1: "os:system"}, 0, "UNKNOWN_BOT"),
+            ({1: "greedy"}, 999_999, "BOT_BUDGET_TOO_LARGE"),
+            ({1: "greedy"}, -1, "BAD_BOT_BUDGET"),
+            ({1: "mcts:iterations=1;rm"}, 0, "BAD_BOT_SPEC"),
+            ({1: "gr eedy"}, 0, "BAD_BOT_SPEC"),
+        ]
+        for bots, budget, reason in cases:
+            failure = await expect(create(api, "standard", 2, bots, budget_ms=budget),
+                                   grpc.StatusCode.INVALID_ARGUMENT, reason)
+            assert "127.0.0.1:1" not in failure.message, "the operator's addresses stay private"
+        req = pb.CreateGameRequest(preset="standard")
+        req.bot_seats.add(seat=1, bot="greedy")
+        req.bot_seats.add(seat=1, bot="random")
+        await expect(api.stub.CreateGame(req, metadata=OPERATOR), grpc.StatusCode.INVALID_ARGUMENT, "BAD_BOT_SEAT")
+        game = await create(api, "standard", 2, {1: "remote:ts"})
+        assert game.created.bot_seats[0].bot == "remote:ts"
+
+
+async def test_a_plugin_bot_is_refused_unless_the_operator_allows_it() -> None:
+    async with bot_server("") as api:
+        await expect(create(api, "standard", 2, {1: "my_bot:MyBot"}), grpc.StatusCode.INVALID_ARGUMENT,
+                     "UNKNOWN_BOT")
+    async with bot_server("", bot_plugins="my_bot:MyBot") as api:
+        game = await create(api, "standard", 2, {1: "my_bot:MyBot"})
+        assert game.created.bot_seats[0].bot == "my_bot:MyBot"
+
+
+async def test_the_bot_key_acts_only_for_bot_seats() -> None:
+    async with bot_server("", bot_worker="off", api_keys="player-key") as api:
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await create(api, "standard", 2, {1: "greedy"})
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION, "no queue: no bot seats"
+    async with bot_server("", api_keys="player-key") as api:
+        game = await create(api, "standard", 2, {1: "greedy"})
+        bot = (("x-api-key", BOT_KEY), ("x-bot-seat", "0"))
+        await expect(api.stub.GetGame(pb.GetGameRequest(game_id=game.id), metadata=bot),
+                     grpc.StatusCode.PERMISSION_DENIED, "NOT_A_BOT_SEAT")
+        seat0 = (await api.get(game, 0)).view
+        if seat0.legal_actions:
+            await expect(api.stub.SubmitAction(pb.SubmitActionRequest(
+                game_id=game.id, expected_version=seat0.version, request_id="x",
+                action_id=seat0.legal_actions[0].id), metadata=bot), grpc.StatusCode.PERMISSION_DENIED,
+                "NOT_A_BOT_SEAT")
+        await expect(api.stub.CreateGame(pb.CreateGameRequest(preset="standard"), metadata=(("x-api-key", BOT_KEY),)),
+                     grpc.StatusCode.UNAUTHENTICATED)
+        await expect(api.stub.GetGameLog(pb.GetGameLogRequest(game_id=game.id),
+                                         metadata=(("x-api-key", BOT_KEY), ("x-bot-seat", "1"))),
+                     grpc.StatusCode.PERMISSION_DENIED)
+        for md in ((("x-bot-seat", "1"),), (("x-api-key", "player-key"), ("x-bot-seat", "1")),
+                   (("x-api-key", BOT_KEY), ("x-bot-seat", "12")),
+                   (("x-api-key", BOT_KEY), ("x-bot-seat", "1"), ("authorization", f"Bearer {game.tokens[0]}"))):
+            await expect(api.stub.GetGame(pb.GetGameRequest(game_id=game.id), metadata=md),
+                         grpc.StatusCode.UNAUTHENTICATED)
+        view = (await api.stub.GetGame(pb.GetGameRequest(game_id=game.id),
+                                       metadata=(("x-api-key", BOT_KEY), ("x-bot-seat", "1")))).view
+        assert view.viewer == 1
