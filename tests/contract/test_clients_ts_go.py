@@ -7,7 +7,10 @@ loopback port with a token secret and an operator key, and runs each client's ex
 standard 2-player round with random legal actions, watched by a spectator) and conformance runner
 (every ``tests/conformance/scenarios/*.json``, closing with ``N passed, N failed``). It also checks
 that the committed Go code in ``clients/go/gen`` is what the pinned generators produce now, runs
-the Go unit tests and a typed error of the TypeScript wrapper.
+the Go unit tests and a typed error of the TypeScript wrapper. The TypeScript programs that leave a
+watch early (``break``, ``return``, a throw, ``return()``) or close the client while a watch is
+open must exit by themselves: an open stream or connection would keep Node running (issue 22,
+item 9).
 
 The first build downloads the npm packages and Go modules (about a minute); later runs reuse
 ``node_modules``, ``.tools`` and the Go caches and take a few seconds.
@@ -38,6 +41,9 @@ SECRET: Final = "clients-ts-go-token-secret-0123456789"
 OPERATOR_KEY: Final = "clients-ts-go-operator-key"
 BUILD_TIMEOUT: Final = 900.0
 RUN_TIMEOUT: Final = 180.0
+# A program that must exit by itself: it takes well under a second; what the bound catches is a
+# stream or connection left open, which keeps Node running for as long as the game stays open.
+EXIT_TIMEOUT: Final = 60.0
 SUMMARY: Final = re.compile(r"^(\d+) passed, (\d+) failed$", re.MULTILINE)
 
 
@@ -49,6 +55,15 @@ def run(args: list[str], cwd: Path, timeout: float = RUN_TIMEOUT, env: dict[str,
 
 def explain(result: subprocess.CompletedProcess[str]) -> str:
     return f"exit {result.returncode}\n--- stdout\n{result.stdout[-6000:]}\n--- stderr\n{result.stderr[-6000:]}"
+
+
+def run_to_exit(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``args`` run to their end, which they must reach by themselves (killed after EXIT_TIMEOUT)."""
+    try:
+        return run(args, cwd, timeout=EXIT_TIMEOUT, env=env)
+    except subprocess.TimeoutExpired as hung:
+        out = hung.stdout.decode() if isinstance(hung.stdout, bytes) else hung.stdout or ""
+        pytest.fail(f"{' '.join(args)} did not exit by itself (something keeps Node running)\n--- stdout\n{out}")
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +107,17 @@ def check_bot(result: subprocess.CompletedProcess[str]) -> None:
 # ------------------------------------------------------------------------------ TypeScript
 
 
+def ts_example_source(name: str) -> str:
+    """The source of ``examples/<name>.ts``, which must end without process.exit (the point of the test)."""
+    source = (TS_DIR / "examples" / f"{name}.ts").read_text()
+    assert "process.exit(" not in source, f"examples/{name}.ts must exit by itself, not by process.exit"
+    return source
+
+
 def test_ts_random_bot_plays_a_whole_round(server: str) -> None:
-    result = run(["node", "dist/examples/random-bot.js", server], TS_DIR, env={"GOSTOP_API_KEY": OPERATOR_KEY})
+    """The bot plays a round while a spectator watches, closes its client and exits by itself."""
+    ts_example_source("random-bot")
+    result = run_to_exit(["node", "dist/examples/random-bot.js", server], TS_DIR, env={"GOSTOP_API_KEY": OPERATOR_KEY})
     check_bot(result)
 
 
@@ -134,6 +158,83 @@ def test_ts_typed_errors(server: str) -> None:
         "NotFound GAME_NOT_FOUND gostop.v1 no-such-game",
         "Unauthenticated BAD_CREDENTIALS",
     ], explain(result)
+
+
+def test_ts_break_from_watch_kept_node_alive(server: str) -> None:
+    """Regression: ``break`` in a ``for await`` over ``client.watch()`` left the stream open."""
+    ts_example_source("first-event")
+    result = run_to_exit(["node", "dist/examples/first-event.js", server], TS_DIR, env={"GOSTOP_API_KEY": OPERATOR_KEY})
+    assert result.returncode == 0, explain(result)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3, explain(result)
+    assert re.fullmatch(r"watching game \S+", lines[0]), explain(result)
+    assert re.fullmatch(r"first event: version 1 [a-zA-Z]+", lines[1]), explain(result)  # dealt, or redealt
+    assert lines[2] == "left the watch", explain(result)
+    assert result.stderr == "", explain(result)
+
+
+TS_LEAVE_WATCH_SCRIPT: Final = """
+import { GostopClient } from "./dist/src/client.js";
+const client = new GostopClient({ address: process.argv[1], apiKey: process.argv[2] });
+const { gameId } = await client.createGame({ preset: "standard", players: 2 });
+async function firstVersion() {
+  for await (const { version } of client.watch(gameId)) {
+    return version;
+  }
+}
+console.log(`return: ${await firstVersion()}`);
+try {
+  for await (const { version } of client.watch(gameId)) {
+    throw new Error(`thrown at ${version}`);
+  }
+} catch (error) {
+  console.log(`throw: ${error.message}`);
+}
+const watch = client.watch(gameId, { afterVersion: 0 });
+const first = await watch.next();
+await watch.return();
+console.log(`return(): ${first.value.version} then done=${(await watch.next()).done}`);
+"""
+
+
+def test_ts_return_or_throw_from_watch_kept_node_alive(server: str) -> None:
+    """Regression: leaving a watch by ``return``, a throw or the iterator's ``return()`` left the stream open."""
+    result = run_to_exit(["node", "--input-type=module", "-e", TS_LEAVE_WATCH_SCRIPT, server, OPERATOR_KEY], TS_DIR)
+    assert result.returncode == 0, explain(result)
+    wanted = ["return: 1", "throw: thrown at 1", "return(): 1 then done=true"]
+    assert result.stdout.splitlines() == wanted, explain(result)
+    assert result.stderr == "", explain(result)
+
+
+def test_ts_close_aborts_the_open_watch_and_fails_later_calls(server: str) -> None:
+    """``close()`` with a watch open: the watch, the call in flight and every later call fail as closed; Node exits."""
+    ts_example_source("close-watch")
+    result = run_to_exit(["node", "dist/examples/close-watch.js", server], TS_DIR, env={"GOSTOP_API_KEY": OPERATOR_KEY})
+    assert result.returncode == 0, explain(result)
+    closed = "Canceled client closed: GostopClient.close() was called"
+    lines = result.stdout.splitlines()
+    assert len(lines) == 7, explain(result)
+    assert re.fullmatch(r"game \S+ created at version 1", lines[0]), explain(result)
+    assert lines[1:] == [
+        "closed: true",
+        f"watch aborted after 1 event(s): {closed}",
+        f"call in flight: {closed}",
+        f"getGame after close: {closed}",
+        f"watch after close: {closed}",
+        f"raw call after close: {closed}",
+    ], explain(result)
+    assert result.stderr == "", explain(result)
+
+
+def test_ts_watch_docs_show_the_example(built: None) -> None:
+    """docs/clients.md's early-exit snippet is the one examples/first-event.ts runs (in the test above)."""
+    docs = (ROOT / "docs" / "clients.md").read_text()
+    snippet = re.search(r"```ts\n(for await \(const \{ version, event \} of client\.watch\(gameId\)\) \{\n.*?)```",
+                        docs, re.DOTALL)
+    assert snippet, "docs/clients.md has no early-exit watch snippet"
+    example = [line.strip() for line in ts_example_source("first-event").splitlines()]
+    wanted = [line.strip() for line in snippet.group(1).splitlines()]
+    assert any(example[i:i + len(wanted)] == wanted for i in range(len(example))), (wanted, example)
 
 
 # ------------------------------------------------------------------------------ Go

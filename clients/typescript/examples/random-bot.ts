@@ -3,7 +3,8 @@
 //
 //   node dist/examples/random-bot.js [host:port]     (or GOSTOP_ADDRESS; GOSTOP_API_KEY if needed)
 //
-// Prints one line per action, then the settlement, and exits 0 once the round is over.
+// Prints one line per action, then the settlement, closes the client and exits 0 once the round
+// is over (by itself: nothing is left open).
 
 import { GostopClient, GostopError, Code, Phase, newRequestId, seatToken, type GameView } from "../src/client.js";
 
@@ -11,7 +12,14 @@ async function main(): Promise<void> {
   const address = process.argv[2] ?? process.env["GOSTOP_ADDRESS"] ?? "127.0.0.1:50051";
   const seedArg = process.env["GOSTOP_SEED"];
   const client = new GostopClient({ address, apiKey: process.env["GOSTOP_API_KEY"] });
+  try {
+    await play(client, seedArg);
+  } finally {
+    client.close(); // also ends the spectator's watch when the game failed half-way
+  }
+}
 
+async function play(client: GostopClient, seedArg: string | undefined): Promise<void> {
   const game = await client.createGame({
     preset: "standard",
     players: 2,
@@ -30,6 +38,8 @@ async function main(): Promise<void> {
     }
     return { events, last };
   })();
+  // Awaited at the end; until then a failure of the watch must not count as unhandled.
+  watched.catch(() => undefined);
 
   let view: GameView | undefined = game.view;
   let version = game.version;
@@ -79,10 +89,7 @@ async function main(): Promise<void> {
   console.log(`done: ${actions} actions, final version ${version}`);
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.message : error);
-    process.exit(1);
-  },
-);
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exitCode = 1;
+});

@@ -2,13 +2,16 @@
 // gRPC protocol over HTTP/2). It adds what every caller needs: credentials in metadata (the seat
 // token as "authorization: Bearer <token>", API/operator keys as "x-api-key"), a deadline on
 // every call, request ids for idempotent retries, the optimistic-concurrency version, paging of
-// the game log and errors typed by their google.rpc.ErrorInfo reason.
+// the game log and errors typed by their google.rpc.ErrorInfo reason. It also owns its HTTP/2
+// connection: leaving a watch early cancels the stream, and close() ends everything, so a program
+// exits by itself once it is done.
 
 import { randomUUID } from "node:crypto";
+import type * as http2 from "node:http2";
 
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 
 import { ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 import {
@@ -109,6 +112,16 @@ export class GostopError extends Error {
   }
 }
 
+/**
+ * The message of the error of every call made through a closed client (code CANCELLED, no
+ * reason): calls after `close()`, and calls and watches that were open when it was called.
+ */
+export const CLIENT_CLOSED = "client closed: GostopClient.close() was called";
+
+function closedError(cause?: unknown): GostopError {
+  return new GostopError(Code.Canceled, CLIENT_CLOSED, "", "", {}, cause === undefined ? undefined : { cause });
+}
+
 /** A new request id: safe to reuse for retries of the same call, unique otherwise. */
 export function newRequestId(prefix = "ts"): string {
   return `${prefix}-${randomUUID()}`;
@@ -204,18 +217,98 @@ function baseUrl(address: string): string {
   return /^[a-z]+:\/\//i.test(address) ? address : `http://${address}`;
 }
 
-/** A gostop.v1.GameService client; one HTTP/2 connection shared by every call. */
+/**
+ * Connect's manager of the transport's HTTP/2 connection, made closable: once `close()` is
+ * called it refuses every request, where the plain manager would open a new connection for it
+ * (also for a request that was on its way when the connection was closed).
+ */
+class ClosableSessionManager extends Http2SessionManager {
+  private isClosed = false;
+
+  override async request(
+    method: string,
+    path: string,
+    headers: http2.OutgoingHttpHeaders,
+    options: Omit<http2.ClientSessionRequestOptions, "signal">,
+  ): Promise<http2.ClientHttp2Stream> {
+    if (this.isClosed) {
+      throw new ConnectError(CLIENT_CLOSED, Code.Canceled);
+    }
+    const stream = await super.request(method, path, headers, options);
+    if (this.isClosed) {
+      // close() ran while this request was waiting for a connection: end the one it opened
+      // (the stream, destroyed with it, has no other listener for its error).
+      stream.on("error", () => undefined);
+      this.abort(new ConnectError(CLIENT_CLOSED, Code.Canceled));
+      throw new ConnectError(CLIENT_CLOSED, Code.Canceled);
+    }
+    return stream;
+  }
+
+  /** Closes the connection(s) and their streams for good. */
+  close(): void {
+    this.isClosed = true;
+    this.abort(new ConnectError(CLIENT_CLOSED, Code.Canceled));
+  }
+}
+
+/**
+ * A gostop.v1.GameService client; one HTTP/2 connection shared by every call. An idle connection
+ * does not keep Node running, an open call or watch does: leave watches by `break` (or return,
+ * throw) and call `close()` when done.
+ */
 export class GostopClient {
-  /** The generated Connect client, for anything the wrapper does not cover. */
+  /** The generated Connect client, for anything the wrapper does not cover (also closed by close()). */
   readonly raw: Client<typeof GameService>;
   private readonly apiKey: string | undefined;
   private readonly timeoutMs: number;
+  /** The transport's HTTP/2 connection(s), kept so that close() can end them. */
+  private readonly sessions: ClosableSessionManager;
+  /** One controller per open watch: close() aborts them. */
+  private readonly watches = new Set<AbortController>();
+  private isClosed = false;
 
   constructor(options: ClientOptions) {
-    const transport = createGrpcTransport({ baseUrl: baseUrl(options.address) });
+    const url = baseUrl(options.address);
+    this.sessions = new ClosableSessionManager(url);
+    const transport = createGrpcTransport({ baseUrl: url, sessionManager: this.sessions });
     this.raw = createClient(GameService, transport);
     this.apiKey = options.apiKey;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  /** Whether `close()` was called. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /**
+   * Closes the client: aborts its open watches and unary calls and closes its HTTP/2
+   * connection(s), so nothing of it keeps Node running. Every call afterwards, and every call
+   * or watch that was open, fails with a GostopError CANCELLED whose message is CLIENT_CLOSED.
+   * Calling it again does nothing.
+   */
+  close(): void {
+    if (this.isClosed) {
+      return;
+    }
+    this.isClosed = true;
+    for (const watch of this.watches) {
+      watch.abort(closedError());
+    }
+    this.watches.clear();
+    this.sessions.close();
+  }
+
+  private ensureOpen(): void {
+    if (this.isClosed) {
+      throw closedError();
+    }
+  }
+
+  /** The error of a failed call: the closed-client error once close() was called, since that is why it failed. */
+  private failure(error: unknown): GostopError {
+    return this.isClosed ? closedError(error) : GostopError.from(error);
   }
 
   private options(auth: CallAuth | undefined, stream = false): CallOptions {
@@ -235,10 +328,11 @@ export class GostopClient {
   }
 
   private async call<T>(run: () => Promise<T>): Promise<T> {
+    this.ensureOpen();
     try {
       return await run();
     } catch (error) {
-      throw GostopError.from(error);
+      throw this.failure(error);
     }
   }
 
@@ -306,21 +400,44 @@ export class GostopClient {
    * The caller's redacted events of every version after `afterVersion` (0: the whole game), as
    * they are committed; the stream ends after the event that finishes the match. To resume after
    * a broken stream, call again with the last version received.
+   *
+   * The stream opens at the first `next()` (the first turn of a `for await`). Leaving the loop
+   * early — `break`, `return` or a throw in its body, or `return()` on the iterator — cancels
+   * it on the server and releases the connection, so Node can exit. `auth.signal` and
+   * `close()` abort it too: the loop then throws a GostopError CANCELLED.
    */
   async *watch(
     gameId: string,
     auth?: CallAuth & { afterVersion?: bigint | number },
   ): AsyncGenerator<WatchGameResponse, void, undefined> {
-    const stream = this.raw.watchGame(
-      { gameId, afterVersion: BigInt(auth?.afterVersion ?? 0) },
-      this.options(auth, true),
-    );
+    this.ensureOpen();
+    // Connect's stream iterable has no return(): leaving a for-await over it early would leave
+    // the HTTP/2 stream open (and Node running) until the match ends. The stream gets a signal
+    // of its own instead, aborted in `finally` whichever way this generator ends.
+    const controller = new AbortController();
+    const outer = auth?.signal;
+    const forward = (): void => controller.abort(outer?.reason);
+    if (outer?.aborted) {
+      forward();
+    } else {
+      outer?.addEventListener("abort", forward, { once: true });
+    }
+    this.watches.add(controller);
     try {
+      const stream = this.raw.watchGame(
+        { gameId, afterVersion: BigInt(auth?.afterVersion ?? 0) },
+        { ...this.options(auth, true), signal: controller.signal },
+      );
       for await (const message of stream) {
         yield message;
       }
     } catch (error) {
-      throw GostopError.from(error);
+      throw this.failure(error);
+    } finally {
+      outer?.removeEventListener("abort", forward);
+      this.watches.delete(controller);
+      // Cancels the stream when the consumer left early; a no-op once it has ended.
+      controller.abort();
     }
   }
 
