@@ -125,7 +125,7 @@ class Decider:
         try:
             target, _ = parse_spec(turn.bot)
             if target.startswith("remote:"):
-                chosen = await asyncio.wait_for(self._remote_choice(target[7:], view, turn.budget_ms), timeout)
+                chosen = await asyncio.wait_for(self._remote_choice(target[7:], view, turn), timeout)
             elif self._allowed(target):
                 chosen = await asyncio.wait_for(asyncio.to_thread(self._local_choice, turn, view), timeout)
             else:
@@ -154,7 +154,7 @@ class Decider:
         view = view_from_pb(view_pb)
         return action_id(bot.choose(view, view.legal_actions))
 
-    async def _remote_choice(self, name: str, view: pb.GameView, budget_ms: int) -> int:
+    async def _remote_choice(self, name: str, view: pb.GameView, turn: BotTurn) -> int:
         address = self.remote_bots.get(name)
         if address is None:
             raise _UnknownBot(name)
@@ -162,8 +162,9 @@ class Decider:
         if bot is None:
             from gostop.client.remote_bot import RemoteBot
 
-            bot = self._remote[name] = RemoteBot(f"remote:{name}", address)
-        return int(await asyncio.to_thread(bot.decide, view, budget_ms))
+            bot = self._remote[name] = RemoteBot(name, address)
+        seed = derive_seed("bot-seat", turn.game_id, turn.version, turn.seat)
+        return int(await bot.decide_async(view, turn.budget_ms, seed=seed))
 
     @staticmethod
     def _fallback(turn: BotTurn, view_pb: pb.GameView, legal: list[int]) -> int:
