@@ -42,6 +42,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from gostop.service import config as server_config
 from gostop.service.metrics import Metrics
 from gostop.service.server import SERVICE
+from gostop.service.workers import worker_env
 from gostop.v1 import game_pb2 as pb
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,6 +155,14 @@ def server_env(variant: Variant) -> dict[str, str]:
     secret = one(variant, "Secret")
     env.update({k: base64.b64decode(v).decode() for k, v in secret.get("data", {}).items()})
     return env
+
+
+def metrics_ports(variant: Variant) -> dict[str, int]:
+    """The metrics port of every worker, by the server's own rule (service.workers.worker_env:
+    worker i serves GOSTOP_METRICS_PORT + i), named as the chart names them."""
+    config = server_config.load(env=server_env(variant))
+    return {"metrics" if i == 0 else f"metrics-{i}": int(worker_env(config, i, {})["GOSTOP_METRICS_PORT"])
+            for i in range(config.workers)}
 
 
 def helm_fails(*args: str) -> str:
@@ -284,6 +293,7 @@ def test_notes_render(variant: Variant, tmp_path: Path) -> None:
     assert ("WARNING: the memory store" in notes) == (variant == DEFAULT)
     assert ("token secret was generated" in notes) == (variant == DEFAULT)
     assert ("Tournament: Job" in notes) == (variant == ALL)
+    assert ("worker i on port 9464 + i" in notes) == (len(metrics_ports(variant)) > 1)
 
 
 # One bad value per rule of values.schema.json: (helm arguments, what the error names).
@@ -344,6 +354,10 @@ TEMPLATE_RULES = {
     "grpc route without a gateway": (["--set", "grpcRoute.enabled=true"], "parentRefs"),
     "autoscaling bounds": (["--set", f"redis.url={ESCAPED_REDIS}", "--set", "autoscaling.enabled=true",
                             "--set", "autoscaling.minReplicas=5", "--set", "autoscaling.maxReplicas=3"], "minReplicas"),
+    "worker metrics ports over the grpc port": (["--set", f"redis.url={ESCAPED_REDIS}", "--set", "config.workers=3",
+                                                "--set", "ports.grpc=9466"], "ports.grpc (9466) is among"),
+    "worker metrics ports past 65535": (["--set", f"redis.url={ESCAPED_REDIS}", "--set", "config.workers=3",
+                                        "--set", "ports.metrics=65534"], "go past 65535"),
 }
 
 
@@ -404,7 +418,9 @@ def test_ports_and_probes_match_the_server(variant: Variant) -> None:
     container = server_container(variant)
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     grpc_port = int(env["GOSTOP_LISTEN"].rpartition(":")[2])
-    assert ports == {"grpc": grpc_port, "metrics": int(env["GOSTOP_METRICS_PORT"])}
+    # One metrics port per worker: each worker process serves its own (service/workers.py).
+    assert ports == {"grpc": grpc_port, **metrics_ports(variant)}
+    assert ports["metrics"] == int(env["GOSTOP_METRICS_PORT"])
     host = env["GOSTOP_LISTEN"].rpartition(":")[0]
     assert host in ("0.0.0.0", "[::]"), "the server must listen on the pod's address, not loopback"
     assert env["GOSTOP_METRICS_HOST"] in ("0.0.0.0", "::")
@@ -419,7 +435,7 @@ def test_ports_and_probes_match_the_server(variant: Variant) -> None:
             assert probe["grpc"]["port"] == grpc_port
             assert probe["grpc"].get("service", "") == service
     service_ports = {p["name"]: p for p in one(variant, "Service")["spec"]["ports"]}
-    assert set(service_ports) == {"grpc", "metrics"}
+    assert set(service_ports) == set(ports)
     for name, port in service_ports.items():
         assert port["targetPort"] == name and port["port"] == ports[name]
     if not tls:
@@ -476,7 +492,9 @@ def test_selectors_and_references_agree(variant: Variant) -> None:
     ports = {p["name"]: p["port"] for p in service["spec"]["ports"]}
     for monitor in objects(variant, "ServiceMonitor"):
         assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
-        assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
+        # Every worker's metrics port is scraped, each as a target of its own.
+        assert [e["port"] for e in monitor["spec"]["endpoints"]] == list(metrics_ports(variant))
+        assert {e["port"] for e in monitor["spec"]["endpoints"]} <= set(ports)
     for route in objects(variant, "GRPCRoute"):
         backends = [b for rule in route["spec"]["rules"] for b in rule["backendRefs"]]
         assert backends == [{"name": FULLNAME, "port": ports["grpc"]}]
@@ -501,6 +519,27 @@ def test_selectors_and_references_agree(variant: Variant) -> None:
         statefulset = one(variant, "StatefulSet", f"{FULLNAME}-redis")
         assert redis["spec"]["selector"].items() <= statefulset["spec"]["template"]["metadata"]["labels"].items()
         assert [p["port"] for p in redis["spec"]["ports"]] == [6379]
+
+
+@pytest.mark.parametrize("variant", [ALL, ALL_EXTERNAL], ids=lambda v: v.name)
+def test_every_worker_is_scraped(variant: Variant) -> None:
+    """With config.workers N each worker serves its metrics on ports.metrics + i: the container,
+    the Service, the ServiceMonitor and the NetworkPolicy name one port per worker, so Prometheus
+    scrapes every worker (issue 22, item 17; before, only the first worker's port was listed)."""
+    expected = metrics_ports(variant)
+    assert len(expected) >= 2, "tests/helm/all-on.yaml runs several workers"
+    container = {p["name"]: p["containerPort"] for p in server_container(variant)["ports"]}
+    service = {p["name"]: p for p in one(variant, "Service")["spec"]["ports"]}
+    endpoints = {e["port"]: e for e in one(variant, "ServiceMonitor")["spec"]["endpoints"]}
+    policy = {p["port"] for rule in one(variant, "NetworkPolicy")["spec"]["ingress"] for p in rule["ports"]}
+    monitor_values = {"interval": "15s", "scrapeTimeout": "5s"}  # all-on.yaml's
+    for name, port in expected.items():
+        assert container[name] == port
+        entry = service[name]
+        assert (entry["port"], entry["targetPort"], entry["appProtocol"]) == (port, name, "http")
+        assert endpoints[name] == {"port": name, "path": "/metrics", "scheme": "http", **monitor_values}
+        assert name in policy
+    assert set(endpoints) == set(expected)
 
 
 def test_tournament_job_calls_the_service() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -252,3 +253,25 @@ def test_worker_metrics_ports_must_not_cover_the_listen_port() -> None:
         )
         assert run.returncode == 2, run
         assert message in run.stderr, run.stderr
+
+
+def test_the_metric_table_lists_every_metric() -> None:
+    """docs/service.md's metric table names exactly the metrics the server exports, with their labels."""
+    from prometheus_client.metrics import MetricWrapperBase
+
+    from gostop.service.metrics import Metrics
+
+    text = (ROOT / "docs" / "service.md").read_text()
+    section = text.split("**Metrics.**", 1)[1].split("\n\n**", 1)[0]
+    documented = {name: set(re.findall(r"`([a-z_]+)`", labels))
+                  for name, labels in re.findall(r"^\| `([a-z_]+)` \|[^|]+\|([^|]*)\|$", section, re.MULTILINE)}
+    exported: dict[str, set[str]] = {}
+    for metric in vars(Metrics()).values():
+        if isinstance(metric, MetricWrapperBase):
+            suffix = "_total" if metric._type == "counter" else ""
+            exported[metric._name + suffix] = set(metric._labelnames)
+    assert set(documented) == set(exported), (
+        f"missing from docs/service.md: {sorted(set(exported) - set(documented))}; "
+        f"documented but not exported: {sorted(set(documented) - set(exported))}")
+    for name, labels in exported.items():
+        assert labels <= documented[name], f"{name}: labels {sorted(labels - documented[name])} not documented"

@@ -68,6 +68,19 @@ app.kubernetes.io/component: {{ .component }}
 {{- if or .Values.redis.url .Values.redis.urlFromSecret }}external{{ else if .Values.redis.inChart.enabled }}inChart{{ else }}memory{{ end }}
 {{- end }}
 
+{{/* The metrics ports, one per worker, as a JSON list of {"name", "port"}: with config.workers N
+the server runs N processes and worker i serves its metrics on ports.metrics + i
+(service/workers.py). The first is named "metrics", the others "metrics-<i>"; the container, the
+Service, the ServiceMonitor and the NetworkPolicy list them all, so that every worker is scraped. */}}
+{{- define "gostop.metricsPorts" -}}
+{{- $ports := list }}
+{{- range $i := until (int .Values.config.workers) }}
+{{- $name := ternary "metrics" (printf "metrics-%d" $i) (eq $i 0) }}
+{{- $ports = append $ports (dict "name" $name "port" (add (int $.Values.ports.metrics) $i)) }}
+{{- end }}
+{{- toJson $ports }}
+{{- end }}
+
 {{/* host:port the gRPC server binds (GOSTOP_LISTEN). */}}
 {{- define "gostop.listen" -}}
 {{- printf "%s:%d" .Values.listenHost (int .Values.ports.grpc) }}
@@ -91,6 +104,14 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- if and (eq $store "memory") (gt (int .Values.config.workers) 1) }}
 {{- fail "config.workers above 1 needs a shared store: set redis.url (or redis.urlFromSecret, or redis.inChart.enabled)" }}
+{{- end }}
+{{- $firstMetrics := int .Values.ports.metrics }}
+{{- $lastMetrics := sub (add $firstMetrics (int .Values.config.workers)) 1 }}
+{{- if gt $lastMetrics 65535 }}
+{{- fail (printf "the worker metrics ports %d-%d (ports.metrics + i for each of config.workers) go past 65535: lower ports.metrics" $firstMetrics $lastMetrics) }}
+{{- end }}
+{{- if and (ge (int .Values.ports.grpc) $firstMetrics) (le (int .Values.ports.grpc) $lastMetrics) }}
+{{- fail (printf "ports.grpc (%d) is among the worker metrics ports %d-%d (ports.metrics + i for each of config.workers): move one of them" (int .Values.ports.grpc) $firstMetrics $lastMetrics) }}
 {{- end }}
 {{- if and .Values.redis.urlFromSecret (not .Values.secrets.existingSecret) }}
 {{- fail "redis.urlFromSecret reads GOSTOP_REDIS_URL from your own Secret: set secrets.existingSecret to its name" }}
