@@ -193,3 +193,64 @@ async def test_the_bot_key_acts_only_for_bot_seats() -> None:
         view = (await api.stub.GetGame(pb.GetGameRequest(game_id=game.id),
                                        metadata=(("x-api-key", BOT_KEY), ("x-bot-seat", "1")))).view
         assert view.viewer == 1
+
+
+FALLBACK_BOTS = '''
+"""Bots that fail in each way a bot seat's bot can (the bot-seat fallback tests)."""
+import time
+
+
+class Raiser:
+    name = "raiser"
+
+    def __init__(self, seed=0):
+        pass
+
+    def choose(self, view, legal):
+        raise RuntimeError("this bot always fails")
+
+
+class Sleeper:
+    name = "sleeper"
+
+    def __init__(self, seed=0):
+        pass
+
+    def choose(self, view, legal):
+        time.sleep(3)
+        return legal[0]
+
+
+class Cheater:
+    name = "cheater"
+
+    def __init__(self, seed=0):
+        self.calls = 0
+
+    def choose(self, view, legal):
+        from gostop.engine import action_from_id
+        return action_from_id(0) if action_from_id(0) not in legal else legal[-1]
+'''
+
+
+@pytest.mark.parametrize(("bot", "outcome"), [("fallbackbots:Raiser", "error"), ("fallbackbots:Sleeper", "timeout"),
+                                              ("fallbackbots:Cheater", "illegal"), ("not_installed:Bot", "unknown_bot")])
+async def test_a_bot_that_cannot_decide_falls_back_and_is_counted(
+        bot: str, outcome: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "fallbackbots.py").write_text(FALLBACK_BOTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    async with bot_server("", bot_plugins=bot, bot_budget_ms=100) as api:
+        game = await create(api, "standard", 2, {1: bot})
+        if outcome == "timeout":  # one slow decision is enough: let the person's seat be a bot too
+            await wait_for_person(api, game, {0})
+        else:
+            await play_with_bots(api, game, {0}, random.Random(bot))
+        assert api.server is not None
+        registry = api.server.metrics.registry
+        label = bot.split(":")[0] + ":" + bot.split(":")[1]
+        counted = registry.get_sample_value("gostop_bot_decisions_total", {"bot": label, "outcome": outcome})
+        assert counted and counted >= 1, f"no {outcome} decision counted for {bot}"
+        assert not registry.get_sample_value("gostop_bot_decisions_total", {"bot": label, "outcome": "ok"})
+        log = await api.log(game)
+        replay(log, 1)
+        assert bot_entries(log, {1}), "the fallback moved for the bot"

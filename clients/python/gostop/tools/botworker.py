@@ -35,7 +35,7 @@ import grpc
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from gostop.bots import GreedyBot, make_bot, parse_spec
+from gostop.bots import BotSpecError, GreedyBot, make_bot, parse_spec
 from gostop.bots.schedule import derive_seed
 from gostop.engine import Action, action_id
 from gostop.service.bot_queue import BotQueue, BotTurn, Taken, bot_request_id
@@ -132,7 +132,7 @@ class Decider:
                 outcome = "unknown_bot"
         except TimeoutError:
             outcome = "timeout"
-        except _UnknownBot:
+        except (_UnknownBot, BotSpecError):  # not configured here, or not installed on this worker
             outcome = "unknown_bot"
         except Exception as exc:  # a bot's own failure: any exception of any plugin
             outcome = "error"
