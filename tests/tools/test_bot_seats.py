@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 
 from gostop.engine import PRESET_PLAYERS
 from gostop.service.server import Server
 from gostop.tools.botworker import attach_in_process_worker
 from gostop.v1 import game_pb2 as pb
-from testkit.servers import OPERATOR, Api, Game, config, expect, replay, stub
+from testkit.servers import OPERATOR, ROOT, Api, Game, config, expect, replay, start_process, stub
 
 BOT_KEY = "bot-key-for-tests-0123456789"
 
@@ -254,3 +258,34 @@ async def test_a_bot_that_cannot_decide_falls_back_and_is_counted(
         log = await api.log(game)
         replay(log, 1)
         assert bot_entries(log, {1}), "the fallback moved for the bot"
+
+
+async def test_the_documented_bot_seat_game_plays_against_make_run() -> None:
+    """docs/bot-seats.md's Python block, run as written against ``gostop serve`` on the memory store
+    (as ``make run`` starts it: its in-process worker plays the bot seat)."""
+    text = (ROOT / "docs/bot-seats.md").read_text()
+    source = text.split("```python\n", 1)[1].split("```", 1)[0]
+    request = text.split("-d '", 1)[1].split("'", 1)[0]
+    json_format.Parse(request, pb.CreateGameRequest())  # the grpcurl example's fields exist
+    server = await start_process("", GOSTOP_OPERATOR_KEYS="")
+    try:
+        script = source.replace("127.0.0.1:50051", f"127.0.0.1:{server.port}")
+        done = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", script], capture_output=True,
+                                       text=True, timeout=120, cwd=ROOT)
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
+    assert "my seats: [0] bots: [(1, 'greedy')]" in done.stdout
+    assert "settlement: " in done.stdout
+    assert '"bot decision"' in server.output, "the in-process worker logged its decisions"
+
+
+def test_gostop_bots_serve_says_what_it_needs() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GOSTOP_")}
+    run = subprocess.run([sys.executable, "-m", "gostop", "bots", "serve"], capture_output=True, text=True,
+                         env=env, timeout=60, cwd=ROOT)
+    assert run.returncode == 2 and "set GOSTOP_REDIS_URL" in run.stderr, run.stderr
+    run = subprocess.run([sys.executable, "-m", "gostop", "bots", "serve", "--redis-url", "redis://127.0.0.1:1/0"],
+                         capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+    assert run.returncode == 2 and "set GOSTOP_BOT_KEY" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr

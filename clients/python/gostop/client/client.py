@@ -70,6 +70,8 @@ __all__ = [
 _STUB: Any = game_pb2_grpc.GameServiceStub
 
 DEFAULT_TIMEOUT: Final = 5.0
+BotSeats = Mapping[int, str | tuple[str, int]]
+"""Seat -> the bot the server's bot workers play it with (``"greedy"``), or (bot, CPU ms per decision)."""
 """Seconds: the deadline of each attempt of a unary call."""
 
 ActionLike = int | Action | pb.Action | pb.LegalAction
@@ -340,9 +342,12 @@ class _Base:
 
     def _create_request(
         self, preset: str, players: int, overrides: pb.Rules | Mapping[str, Any] | None, seed: int | None,
-        rounds: int | None, deal: pb.Deal | None,
+        rounds: int | None, deal: pb.Deal | None, bot_seats: BotSeats | None = None,
     ) -> pb.CreateGameRequest:
         req = pb.CreateGameRequest(preset=preset, players=players)
+        for seat, bot in (bot_seats or {}).items():
+            name, budget = (bot, 0) if isinstance(bot, str) else bot
+            req.bot_seats.add(seat=seat, bot=name, budget_ms=budget)
         if overrides is not None:
             req.overrides.CopyFrom(overrides if isinstance(overrides, pb.Rules) else overrides_to_pb(overrides))
         if seed is not None:
@@ -503,14 +508,16 @@ class GostopClient(_Base):
     def create_game(
         self, preset: str = "standard", players: int = 0, *, overrides: pb.Rules | Mapping[str, Any] | None = None,
         seed: int | None = None, rounds: int | None = None, deal: pb.Deal | None = None,
-        timeout: float | None = None,
+        bot_seats: BotSeats | None = None, timeout: float | None = None,
     ) -> Game:
         """Create a match (``rounds`` absent: 1; 0: open-ended); a handle with every seat's token.
 
         ``overrides`` are rule fields to change, as a ``Rules`` message or engine-style values
-        (``{"gwangbak": False}``). A retry after a lost reply may leave an unused game behind (it expires).
+        (``{"gwangbak": False}``). ``bot_seats`` are seats the server's bot workers play (no token
+        comes back for them): ``{1: "greedy"}`` or ``{1: ("mcts", 300)}`` with a CPU budget in ms per
+        decision. A retry after a lost reply may leave an unused game behind (it expires).
         """
-        req = self._create_request(preset, players, overrides, seed, rounds, deal)
+        req = self._create_request(preset, players, overrides, seed, rounds, deal, bot_seats)
         response = self._call("CreateGame", req, self._md(key=self.operator_key or self.api_key), timeout)
         return self._created(response)
 
@@ -724,9 +731,9 @@ class AsyncGostopClient(_Base):
     async def create_game(
         self, preset: str = "standard", players: int = 0, *, overrides: pb.Rules | Mapping[str, Any] | None = None,
         seed: int | None = None, rounds: int | None = None, deal: pb.Deal | None = None,
-        timeout: float | None = None,
+        bot_seats: BotSeats | None = None, timeout: float | None = None,
     ) -> Game:
-        req = self._create_request(preset, players, overrides, seed, rounds, deal)
+        req = self._create_request(preset, players, overrides, seed, rounds, deal, bot_seats)
         response = await self._call("CreateGame", req, self._md(key=self.operator_key or self.api_key), timeout)
         return self._created(response)
 
