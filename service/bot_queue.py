@@ -169,6 +169,8 @@ class MemoryBotQueue:
 
 
 GROUP = "gostop-bot-workers"
+CLUSTER_BLOCK_MS = 50
+"""A blocking read's length on one shard of a Cluster (the reads go round the shards)."""
 MAX_STREAM = 1_000_000
 """Approximate cap of one shard's stream (MAXLEN ~): a bound on a backlog nobody works off."""
 
@@ -229,33 +231,44 @@ class RedisBotQueue:
             out += [self._taken(key, entry_id, fields) for entry_id, fields in reply[1] if fields is not None]
         if out:
             return out
-        # New turns: a non-blocking look at every shard, then one short blocking read on one of them.
+        block = min(max(block_ms, 0), self._store.max_block_ms)
+        if not getattr(self._store, "cluster", False):
+            # One server: one blocking read over every shard's stream at once.
+            return await self._read(self.keys, consumer, count, block or None)
+        # Cluster: the shards live in different slots, so one stream per read: a look at every
+        # shard, then a short blocking read on the next one in turn (a turn waits at most about
+        # ``shards`` short blocks for an idle worker to see it).
         for key in self._order():
-            out += await self._read(key, consumer, count - len(out), None)
+            out += await self._read([key], consumer, count - len(out), None)
             if len(out) >= count:
                 return out
-        if out or block_ms <= 0:
+        if out or block <= 0:
             return out
         key = self.keys[self._next % len(self.keys)]
         self._next += 1
-        return await self._read(key, consumer, count, max(1, block_ms // len(self.keys)))
+        return await self._read([key], consumer, count, max(1, min(block, CLUSTER_BLOCK_MS)))
 
     def _order(self) -> list[str]:
         start = self._next % len(self.keys)
         return self.keys[start:] + self.keys[:start]
 
-    async def _read(self, key: str, consumer: str, count: int, block_ms: int | None) -> list[Taken]:
+    async def _read(self, keys: list[str], consumer: str, count: int, block_ms: int | None) -> list[Taken]:
         command: list[str] = ["XREADGROUP", "GROUP", GROUP, consumer, "COUNT", str(count)]
         if block_ms is not None:
             command += ["BLOCK", str(block_ms)]
-        reply = await self._store.execute(*command, "STREAMS", key, ">", idempotent=False,
+        reply = await self._store.execute(*command, "STREAMS", *keys, *(">" for _ in keys), idempotent=False,
                                           blocking=block_ms is not None)
         if not reply:
             return []
-        entries: Any = reply.get(key, reply.get(key.encode())) if isinstance(reply, dict) else reply[0][1]
-        if entries and isinstance(entries[0], list) and entries[0] and isinstance(entries[0][0], list):
-            entries = entries[0]  # RESP3 nesting
-        return [self._taken(key, entry_id, fields) for entry_id, fields in entries or []]
+        per_key: list[tuple[Any, Any]] = list(reply.items()) if isinstance(reply, dict) else [
+            (item[0], item[1]) for item in reply]
+        out: list[Taken] = []
+        for key, entries in per_key:
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            if entries and isinstance(entries[0], list) and entries[0] and isinstance(entries[0][0], list):
+                entries = entries[0]  # RESP3 nesting
+            out += [self._taken(name, entry_id, fields) for entry_id, fields in entries or []]
+        return out
 
     @staticmethod
     def _taken(key: str, entry_id: Any, fields: Any) -> Taken:

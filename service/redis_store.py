@@ -606,6 +606,11 @@ class RedisStore:
     def max_block_ms(self) -> int:
         return self._max_block_ms
 
+    @property
+    def cluster(self) -> bool:
+        """Whether the store is a Redis Cluster (a command's keys must then share one slot)."""
+        return isinstance(self._client, RedisCluster)
+
     async def ping(self) -> None:
         await self._run(lambda: self._client.ping(), idempotent=True)
 
