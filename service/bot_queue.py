@@ -199,6 +199,8 @@ class RedisBotQueue:
         """The shard a worker's next blocking read starts from (round robin)."""
         self._cursor: dict[str, bytes | str] = {}
         """XAUTOCLAIM cursor per stream."""
+        self._next_claim = 0.0
+        """When (monotonic) to look for idle turns again."""
 
     async def _groups(self) -> None:
         if self._grouped:
@@ -221,14 +223,12 @@ class RedisBotQueue:
     async def take(self, consumer: str, count: int, block_ms: int) -> list[Taken]:
         await self._groups()
         out: list[Taken] = []
-        for key in self.keys:  # turns a dead worker left, first
+        now = time.monotonic()
+        if now >= self._next_claim:  # turns a dead worker left, first (looked for now and then)
+            self._next_claim = now + max(0.5, self._claim_idle_ms / 4000)
+            out = await self._claim(consumer, count)
             if len(out) >= count:
-                break
-            reply = await self._store.execute(
-                "XAUTOCLAIM", key, GROUP, consumer, str(self._claim_idle_ms), self._cursor.get(key, "0-0"),
-                "COUNT", str(count - len(out)), idempotent=True)
-            self._cursor[key] = reply[0]
-            out += [self._taken(key, entry_id, fields) for entry_id, fields in reply[1] if fields is not None]
+                self._next_claim = now  # there may be more: look again at the next take
         if out:
             return out
         block = min(max(block_ms, 0), self._store.max_block_ms)
@@ -247,6 +247,19 @@ class RedisBotQueue:
         key = self.keys[self._next % len(self.keys)]
         self._next += 1
         return await self._read([key], consumer, count, max(1, min(block, CLUSTER_BLOCK_MS)))
+
+    async def _claim(self, consumer: str, count: int) -> list[Taken]:
+        """Up to ``count`` turns idle longer than the claim time, taken over for ``consumer``."""
+        out: list[Taken] = []
+        for key in self.keys:
+            if len(out) >= count:
+                break
+            reply = await self._store.execute(
+                "XAUTOCLAIM", key, GROUP, consumer, str(self._claim_idle_ms), self._cursor.get(key, "0-0"),
+                "COUNT", str(count - len(out)), idempotent=True)
+            self._cursor[key] = reply[0]
+            out += [self._taken(key, entry_id, fields) for entry_id, fields in reply[1] if fields is not None]
+        return out
 
     def _order(self) -> list[str]:
         start = self._next % len(self.keys)

@@ -27,3 +27,15 @@ def test_the_service_benchmark_verifies_games_of_a_fair_dealing_server(bound: bo
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert "SubmitAction" in result.stdout
+
+
+def test_the_bot_seat_benchmark_runs_a_short_window() -> None:
+    """``make bench``'s bot-seat figures come from a run that works (a short window, two bots)."""
+    command = [sys.executable, "-m", "bench.bots", "--seconds", "0.5", "--bots", "random,greedy"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    assert "latency, a person's commit -> the greedy bot's commit: p50" in result.stdout
+    assert "nan" not in result.stdout.split("latency", 1)[1].split("\n", 1)[0], "some bot turns were timed"
+    for bot in ("random", "greedy"):
+        assert f"  {bot} " in result.stdout
