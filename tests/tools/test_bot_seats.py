@@ -13,6 +13,7 @@ import os
 import random
 import subprocess
 import sys
+from concurrent import futures
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,10 +21,12 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
-from gostop.engine import PRESET_PLAYERS
+from gostop.engine import PRESET_PLAYERS, action_from_id
 from gostop.service.server import Server
 from gostop.tools.botworker import attach_in_process_worker
+from gostop.v1 import bot_pb2, bot_pb2_grpc
 from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert
 from testkit.servers import OPERATOR, ROOT, Api, Game, config, expect, replay, start_process, stub
 
 BOT_KEY = "bot-key-for-tests-0123456789"
@@ -289,3 +292,42 @@ def test_gostop_bots_serve_says_what_it_needs() -> None:
                          capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
     assert run.returncode == 2 and "set GOSTOP_BOT_KEY" in run.stderr, run.stderr
     assert "Traceback" not in run.stderr
+
+
+class HighestBot:
+    """A ``gostop.v1.BotService`` in Python (as a bot author would write one): the highest legal id."""
+
+    def __init__(self) -> None:
+        self.calls: list[bot_pb2.DecideRequest] = []
+
+    def Decide(self, request: bot_pb2.DecideRequest, context: Any) -> bot_pb2.DecideResponse:
+        self.calls.append(request)
+        return bot_pb2.DecideResponse(action_id=max(a.id for a in request.view.legal_actions))
+
+
+async def test_a_remote_bot_plays_a_bot_seat(store_url: str) -> None:
+    bot = HighestBot()
+    remote = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    bot_pb2_grpc.add_BotServiceServicer_to_server(bot, remote)  # type: ignore[no-untyped-call]
+    port = remote.add_insecure_port("127.0.0.1:0")
+    remote.start()
+    try:
+        async with bot_server(store_url, remote_bots=f"highest=127.0.0.1:{port}", bot_budget_ms=500) as api:
+            game = await create(api, "standard", 2, {1: "remote:highest"})
+            await play_with_bots(api, game, {0}, random.Random(11))
+            log = await api.log(game)
+            replay(log, 1)
+            moves = bot_entries(log, {1})
+            assert moves and len(bot.calls) == len(moves), "every bot move was the remote bot's"
+            for entry, call in zip(moves, bot.calls, strict=True):
+                assert call.view.viewer == 1 and call.view.game_id == game.id
+                assert call.deadline_ms == 500
+                assert entry.action == convert.action_to_pb(action_from_id(max(a.id for a in call.view.legal_actions)))
+                person = next(s for s in call.view.seats if s.seat == 0)
+                assert person.hand_size == 0 or len(person.hand) < person.hand_size, \
+                    "the remote bot never sees the person's whole hand"
+            assert api.server is not None
+            assert api.server.metrics.registry.get_sample_value(
+                "gostop_bot_decisions_total", {"bot": "remote:highest", "outcome": "ok"}) == len(moves)
+    finally:
+        remote.stop(None)
