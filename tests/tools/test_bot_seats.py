@@ -13,8 +13,8 @@ import os
 import random
 import subprocess
 import sys
-from concurrent import futures
 from collections.abc import AsyncIterator
+from concurrent import futures
 from typing import Any
 
 import grpc
@@ -240,8 +240,9 @@ class Cheater:
 '''
 
 
-@pytest.mark.parametrize(("bot", "outcome"), [("fallbackbots:Raiser", "error"), ("fallbackbots:Sleeper", "timeout"),
-                                              ("fallbackbots:Cheater", "illegal"), ("not_installed:Bot", "unknown_bot")])
+@pytest.mark.parametrize(("bot", "outcome"), [
+    ("fallbackbots:Raiser", "error"), ("fallbackbots:Sleeper", "timeout"), ("fallbackbots:Cheater", "illegal"),
+    ("not_installed:Bot", "unknown_bot")])
 async def test_a_bot_that_cannot_decide_falls_back_and_is_counted(
         bot: str, outcome: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "fallbackbots.py").write_text(FALLBACK_BOTS)
