@@ -1,16 +1,27 @@
 """``gostop tournament``: a small duplicate-deal tournament through the service (in-process servers),
-its results and report, the duplicate deals (checked in the operator's game logs), resuming, and the
-command line (a separate process with its own in-process server)."""
+its results and report, the duplicate deals (checked in the operator's game logs), resuming, the
+command line (a separate process with its own in-process server), Ctrl-C in a pseudo-terminal, and
+the report's width and bot order."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import json
 import math
+import os
+import pty
 import random
+import re
+import select
+import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
+import unicodedata
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -293,3 +304,242 @@ async def test_a_stale_version_is_read_again(tmp_path: Path) -> None:
     assert interfered and record["conflicts"] == 1
     assert record["version"] == record["actions"] + 2  # our actions, the interloper's, and the deal
     assert record["outcome"] in ("stop", "nagari", "instant_win", "instant_loss", "best_score")
+
+
+# ------------------------------------------------------------------------ Ctrl-C, in a terminal
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+LOG_LINE = re.compile(r"\[\s*(debug|info|warning|error|critical)\s*\]|\"level\"\s*:", re.IGNORECASE)
+
+
+def process_table() -> dict[int, tuple[int, str]]:
+    """Every process of the machine: pid → (parent pid, state letter), from /proc."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:  # it ended while we looked
+                continue
+            state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+            out[int(entry)] = (int(ppid), state)
+    return out
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes started by ``pid``, and theirs."""
+    children: dict[int, list[int]] = defaultdict(list)
+    for child, (parent, _) in process_table().items():
+        children[parent].append(child)
+    out: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children[todo.pop()]:
+            out.add(child)
+            todo.append(child)
+    return out
+
+
+def command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # it ended
+        return b""
+
+
+def running(pids: set[int]) -> set[int]:
+    """The ones of ``pids`` still running (an exited process awaiting its reaper does not run)."""
+    table = process_table()
+    return {pid for pid in pids if pid in table and table[pid][1] != "Z"}
+
+
+class TournamentTerminal:
+    """``gostop tournament ARGS`` in a pseudo-terminal of 100 columns, as a person starts it: the
+    terminal is its controlling terminal, so the interrupt character signals its whole process group."""
+
+    def __init__(self, *args: str) -> None:
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: becomes the tournament
+            try:
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+                os.chdir(ROOT)
+                os.execve(sys.executable, [sys.executable, "-m", "gostop", "tournament", *args],
+                          {**os.environ, "TERM": "xterm", "COLUMNS": "100", "PYTHONUNBUFFERED": "1"})
+            finally:
+                os._exit(127)
+        self.pid, self.fd = pid, fd
+        self.raw = b""
+        self.status: int | None = None
+
+    def read(self, seconds: float) -> bool:
+        """Read what the program wrote for up to ``seconds``; False once the terminal is closed."""
+        ready, _, _ = select.select([self.fd], [], [], seconds)
+        if not ready:
+            return True
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:  # EIO: the program closed the terminal
+            return False
+        self.raw += data
+        return bool(data)
+
+    @property
+    def text(self) -> str:
+        """The output as text: colours and cursor movements left out, lines ended by "\\n"."""
+        return ANSI.sub("", self.raw.decode(errors="replace")).replace("\r\n", "\n").replace("\r", "\n")
+
+    def wait(self, deadline: float) -> int:
+        """Read to the end of the output; the exit status."""
+        while self.read(1.0):
+            assert time.monotonic() < deadline, f"no exit; the terminal shows:\n{self.text[-3000:]}"
+        while True:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                os.close(self.fd)
+                self.status = os.waitstatus_to_exitcode(status)
+                return self.status
+            assert time.monotonic() < deadline, "the terminal closed but the program did not exit"
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        """After a failure: end the program and every process of its group (its session's)."""
+        if self.status is None:
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.killpg(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+
+
+def saved_games(out: Path) -> int:
+    path = out / t.RESULTS
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.skipif("mcts" not in BOT_NAMES, reason="no mcts bot (the process pool is part of the test)")
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="the processes are found in /proc")
+def test_ctrl_c_stops_the_tournament_cleanly_and_a_rerun_resumes(tmp_path: Path) -> None:
+    """Issue 22, item 7: Ctrl-C printed ~30 lines ending in ``KeyboardInterrupt``, the pool's processes
+    their own tracebacks, and the in-process server a log line. Now: exit status 130, a message with the
+    games saved, every process of the run gone; ``--report-only`` says the report is partial; the same
+    command resumes and completes."""
+    out = tmp_path / "run"
+    args = ["--bots", "random,mcts", "--mcts-millis", "2", "--workers", "2", "--parallel", "4", "--presets",
+            "standard", "--players", "2", "--games", "30", "--seed", "3", "--out", str(out)]
+    planned = 30 * 2
+    deadline = time.monotonic() + 120
+    term = TournamentTerminal(*args)
+    try:
+        while saved_games(out) < 3:  # every game has an mcts seat: the pool is at work
+            assert term.read(0.05), f"the tournament ended early:\n{term.text[-3000:]}"
+            assert time.monotonic() < deadline, f"no games saved; the terminal shows:\n{term.text[-3000:]}"
+        processes = descendants(term.pid)
+        workers = {pid for pid in processes if b"spawn_main" in command_line(pid)}
+        assert len(workers) >= 2, processes
+        os.write(term.fd, b"\x03")  # the terminal's interrupt character: SIGINT to the foreground group
+        status = term.wait(deadline)
+    finally:
+        term.kill()
+    text = term.text
+    assert status == 130, text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert not LOG_LINE.search(text), text
+    message = re.search(r"interrupted: ([\d,]+) of ([\d,]+) games are saved in (\S+); run the same command again "
+                        r"to resume", one_line(text))
+    assert message, text
+    saved, of = (int(message.group(i).replace(",", "")) for i in (1, 2))
+    assert Path(message.group(3)) == out / t.RESULTS
+    assert 3 <= saved == saved_games(out) < of == planned
+    while running(processes):  # the pool's processes (and the resource tracker) end with the run
+        assert time.monotonic() < deadline, f"left running: {running(processes)}"
+        time.sleep(0.05)
+    before = records(out)
+
+    report = subprocess.run([sys.executable, "-m", "gostop", "tournament", "--report-only", "--out", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0, report.stderr
+    assert one_line(report.stdout).startswith(f"{saved} of {planned} games: a partial report")
+    assert json.loads((out / t.REPORT_JSON).read_text())["done"] == saved
+
+    rerun = subprocess.run([sys.executable, "-m", "gostop", "tournament", *args, "--no-progress"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{planned - saved} games played, {saved} already done, 0 failed, of {planned}" in one_line(rerun.stdout)
+    assert rerun.stdout.startswith(f"{planned} games\n")  # a finished run's report: not partial
+    after = records(out)
+    assert after[:saved] == before and len({r["key"] for r in after}) == len(after) == planned
+
+
+# ------------------------------------------------------------------------------- the report's width
+
+
+def engine_records(names: dict[str, str], tables: list[tuple[str, int]], deals: int) -> list[dict[str, Any]]:
+    """Results as the tournament records them, of games played by the engine: each bot of ``names``
+    (the name in the report) is played by the built-in bot it maps to."""
+    out = []
+    for spec in t.plan(list(names), tables, deals, seed=11):
+        rules = Rules.preset(spec.preset, spec.players)
+        state, _ = new_round(rules, spec.deal_seed)
+        bots = [make_bot(names[name], seed=schedule.derive_seed(spec.deal_seed, spec.rotation, seat))
+                for seat, name in enumerate(spec.seats)]
+        decisions = [0] * spec.players
+        while not state.over:
+            seat = state.to_move
+            state, _ = apply(state, bots[seat].choose(view(state, seat), legal_actions(state)), seat)
+            decisions[seat] += 1
+        settlement = state.settlement
+        assert settlement is not None
+        out.append({
+            "key": spec.key, "matchup": spec.matchup, "preset": spec.preset, "players": spec.players,
+            "lineup": list(spec.lineup), "deal_index": spec.deal_index, "deal_seed": spec.deal_seed,
+            "rotation": spec.rotation, "seats": list(spec.seats), "outcome": settlement.outcome,
+            "winner": settlement.winner, "points": list(settlement.points), "decisions": decisions,
+            "decide_ms": [0.2 * d for d in decisions],
+        })
+    return out
+
+
+def columns(line: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in line)
+
+
+def test_the_report_fits_100_columns_and_orders_bots_as_its_chart(tmp_path: Path) -> None:
+    """Issue 22, item 16: the table was 121 columns wide and a head-to-head line 153 (wider with long
+    bot specs), and the chart put the bots in alphabetical order while the table ranked them."""
+    names = {  # the longest realistic specs: options, a plugin's module:attribute, Hangul (two columns each)
+        "mcts:cpu_millis=150": OTHER, "my_package.strategies:CautiousBot:risk=0.25": "random",
+        "고스톱_봇들.전략:고수봇:깊이=3": OTHER, "greedy": OTHER,
+    }
+    tables = [("standard", 2), ("standard", 3)]
+    results = engine_records(names, tables, deals=6)
+    plan_keys = {s.key for s in t.plan(list(names), tables, 8, seed=11)}  # an interrupted run of 8 deals
+    report = t.build_report(results, plan_keys)
+    text = t.format_report(report)
+    for line in text.splitlines():
+        assert columns(line) <= 100, f"{columns(line)} columns: {line!r}"
+    assert text.startswith(f"{len(results)} of {len(plan_keys)} games: a partial report")
+    for name in names:  # whole, never cut
+        assert re.search(rf"^  {re.escape(name)}( |$)", text, re.MULTILINE)
+    assert re.search(r"^  my_package\.strategies:CautiousBot:risk=0\.25 vs 고스톱_봇들\.전략:고수봇:깊이=3$", text,
+                     re.MULTILINE)
+
+    # The bots of each table, top to bottom, as the text shows them; and the chart's bars, left to right.
+    shown: list[tuple[str, str]] = []
+    table = ""
+    for line in text.splitlines():
+        if re.match(r"standard, \d players:", line):
+            table = line.split(":")[0]
+        elif line.startswith("  head to head"):
+            table = ""
+        elif table and line.startswith("  ") and not line.startswith("   ") and not line.startswith("  bot "):
+            name = line.split()[0]
+            if not name.startswith("-"):
+                shown.append((name, table))
+    drawn = t.plot_report(report, tmp_path / t.REPORT_PNG)
+    bars = [(label.split("\n")[0], "standard, {} players".format(label.split()[-1].rstrip("p"))) for label in drawn]
+    assert shown == bars
+    assert len(shown) == len(names) * len(tables)
+    # The check can fail: the ranking is not the alphabetical order the chart used to follow.
+    assert [name for name, _ in shown] != [name for name, _ in sorted(shown, key=lambda b: (b[1], b[0]))]

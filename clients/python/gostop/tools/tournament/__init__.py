@@ -23,7 +23,9 @@ cancels. The same deals are used by every lineup of a preset and table size.
 **Results** stream to ``results.jsonl`` (one JSON object per finished game); a run with the same
 arguments and ``--out`` skips the games already there (key: matchup, deal seed, rotation). The
 report (``report.json``, ``report.csv``, ``report.png`` and a table on the terminal) is built from
-that file; ``--report-only`` re-renders it.
+that file; ``--report-only`` re-renders it. Ctrl-C stops a run cleanly (exit status 130): the games
+in flight are abandoned, the saved ones are counted, and the report of the partial results says
+how many of the planned games it holds.
 
 >>> lineups(("random", "greedy", "mcts"), 2)
 [('random', 'greedy'), ('random', 'mcts'), ('greedy', 'mcts')]
@@ -59,6 +61,7 @@ from .plan import (
     make_deal,
     matchup_name,
     plan,
+    planned_keys,
     result_key,
 )
 from .report import (
@@ -66,6 +69,7 @@ from .report import (
     build_report,
     format_report,
     plot_report,
+    ranked,
     write_report,
 )
 from .run import (
@@ -117,8 +121,10 @@ __all__ = [
     "make_deal",
     "matchup_name",
     "plan",
+    "planned_keys",
     "play_game",
     "plot_report",
+    "ranked",
     "result_key",
     "rotate",
     "run_from_args",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,8 +16,11 @@ from gostop.bots.plugins import SPEC_HELP
 from gostop.client import PermissionDenied, Unauthenticated
 
 from .plan import RESULTS
-from .report import format_report, write_report
-from .run import Options, _say, run_tournament
+from .report import WIDTH, format_report, wrap, write_report
+from .run import Options, RunSummary, _say, run_tournament
+
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT, as a shell reports a command that SIGINT ended)."""
 
 # --------------------------------------------------------------------------- command line
 
@@ -62,8 +67,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+async def _run(options: Options, progress: bool) -> RunSummary:
+    """``run_tournament`` with Ctrl-C (SIGINT) as its ``stop``: the first Ctrl-C stops the games,
+    the pool and the server in order, and a second one, while that is under way, changes nothing."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError):  # no loop signal handlers on Windows
+        loop.add_signal_handler(signal.SIGINT, stop.set)
+    try:
+        return await run_tournament(options, progress=progress, stop=stop)
+    finally:
+        with contextlib.suppress(NotImplementedError):
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+def _interrupted(out: Path, summary: RunSummary | None) -> int:
+    """Say what an interrupted run saved and how to go on; the exit status."""
+    resume = f"run the same command again to resume (gostop tournament --report-only --out {out} shows " \
+             "the partial report)"
+    if summary is not None and summary.planned:
+        message = f"interrupted: {summary.saved:,} of {summary.planned:,} games are saved in {out / RESULTS}; {resume}"
+    else:  # no summary: stopped before the run had one, or after it ended
+        message = f"interrupted: every finished game is saved in {out / RESULTS}; {resume}"
+    _say("\n".join(wrap(message, WIDTH)))
+    return INTERRUPTED
+
+
 def run_from_args(args: argparse.Namespace) -> int:
-    """Run ``gostop tournament`` from parsed arguments; the exit code."""
+    """Run ``gostop tournament`` from parsed arguments; the exit code (130 after Ctrl-C)."""
+    try:
+        return _run_from_args(args)
+    except KeyboardInterrupt:  # Ctrl-C outside the run's own handler (start-up, shutting the loop down)
+        return _interrupted(args.out, None)
+
+
+def _run_from_args(args: argparse.Namespace) -> int:
     out: Path = args.out
     if args.report_only:
         if not (out / RESULTS).exists():
@@ -83,10 +121,12 @@ def run_from_args(args: argparse.Namespace) -> int:
         _say("--games and --parallel must be at least 1")
         return 2
     if not args.server:
-        # The in-process server logs every call at info level: keep only its problems.
+        # The in-process server logs every call at info level, and a call that ends other than OK
+        # (a stale version, the calls a Ctrl-C cancels) at warning level: keep only its errors. The
+        # tournament reports its own failures.
         from gostop.service.logs import configure
 
-        configure("auto", "warning")
+        configure("auto", "error")
     options = Options(
         bots=args.bots, presets=args.presets, players=args.players, games=args.games, out=out,
         parallel=args.parallel, seed=args.seed, server=args.server, api_key=args.api_key,
@@ -94,14 +134,18 @@ def run_from_args(args: argparse.Namespace) -> int:
         max_games=args.max_games,
     )
     try:
-        summary = asyncio.run(run_tournament(options, progress=not args.no_progress))
+        summary = asyncio.run(_run(options, progress=not args.no_progress))
     except (Unauthenticated, PermissionDenied, ValueError) as error:
         _say(f"gostop tournament: {error}")
         return 2
+    if summary.interrupted:
+        return _interrupted(out, summary)
     assert summary.report is not None
     print(format_report(summary.report))
-    print(f"\n{summary.played} games played, {summary.skipped} already done, {summary.failed} failed, "
-          f"of {summary.planned}; {summary.wall_seconds:.1f} s; results and report in {out}")
+    print()
+    print("\n".join(wrap(f"{summary.played:,} games played, {summary.skipped:,} already done, {summary.failed:,} "
+                         f"failed, of {summary.planned:,}; {summary.wall_seconds:.1f} s; results and report in {out}",
+                         WIDTH)))
     return 1 if summary.failed else 0
 
 

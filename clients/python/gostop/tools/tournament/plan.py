@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -26,7 +26,6 @@ HEAVY_BOTS: Final = frozenset({"mcts"})
 
 MAX_ACTIONS: Final = 2000
 """A round never takes this many actions; more means a bug (the game is abandoned as failed)."""
-
 
 
 # ------------------------------------------------------------------------------------- plan
@@ -86,6 +85,20 @@ def plan(
                 for rotation in range(players):
                     out.append(GameSpec(preset, players, lineup, index, ds, rotation))
     return out
+
+
+def planned_keys(settings: Mapping[str, Any]) -> set[str] | None:
+    """The keys of every game of the run whose settings (``tournament.json``) are ``settings``;
+    None when they do not say which tables it played (written before they did).
+
+    ``--report-only`` compares them with the results to tell a partial run from a finished one.
+    """
+    tables = settings.get("tables")
+    if tables is None:
+        return None
+    specs = plan(settings["bots"], [(preset, int(players)) for preset, players in tables],
+                 int(settings["games"]), int(settings["seed"]))
+    return {s.key for s in specs}
 
 
 # -------------------------------------------------------------------------------- the deals

@@ -9,7 +9,9 @@ import concurrent.futures
 import json
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -215,6 +217,14 @@ class RunSummary:
     """Games created (CreateGame calls) by this run."""
     wall_seconds: float
     report: dict[str, Any] | None = None
+    """None when the run was interrupted (the report is not rendered then: ``--report-only``)."""
+    interrupted: bool = False
+    """The run was stopped (``stop``) before it played every game it meant to."""
+
+    @property
+    def saved(self) -> int:
+        """Games of the tournament in results.jsonl: those found there and those played now."""
+        return self.skipped + self.played
 
 
 class ResultWriter:
@@ -253,18 +263,48 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+class _Stopped(Exception):
+    """Raised in the task group of the games when the run is asked to stop."""
+
+
+def _start_pool(workers: int) -> tuple[concurrent.futures.ProcessPoolExecutor, list[asyncio.Future[None]]]:
+    """A process pool of ``workers`` spawned processes, each started (importing the bots) by a
+    warm-up task: the pool and those tasks.
+
+    The processes are started with SIGINT ignored, which they keep: Ctrl-C at the terminal signals
+    the whole foreground process group, and the pool's processes must leave it to the tournament,
+    which stops them itself, instead of each dying with a ``KeyboardInterrupt`` traceback (and
+    breaking the pool under the games in flight). ``ProcessPoolExecutor`` spawns a process on
+    ``submit`` while fewer than ``workers`` are idle, so submitting ``workers`` warm-ups at once
+    starts them all here. (A Ctrl-C in the few milliseconds of the spawns is lost.)
+    """
+    # spawn, not fork: the parent already runs gRPC threads.
+    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    loop = asyncio.get_running_loop()
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main else None
+    try:
+        warm = [loop.run_in_executor(pool, _warm_up) for _ in range(workers)]
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    return pool, warm
+
+
 async def run_tournament(
     options: Options, *, progress: bool = True, client: AsyncGostopClient | None = None,
+    stop: asyncio.Event | None = None,
 ) -> RunSummary:
     """Play every game of the tournament not yet in ``results.jsonl``, then write the report.
 
     ``client`` (tests) replaces the connection the options describe (its operator key, if any,
-    makes the deals explicit)."""
+    makes the deals explicit). Setting ``stop`` (``gostop tournament`` sets it on Ctrl-C) ends the
+    run early: the games in flight are abandoned (a rerun plays them), the pool and the in-process
+    server are stopped, no report is written, and the summary says ``interrupted``."""
     started = time.perf_counter()
     options.out.mkdir(parents=True, exist_ok=True)
     results_path = options.out / RESULTS
     done = {r["key"] for r in load_results(results_path)}
-    (options.out / SETTINGS_JSON).write_text(json.dumps(_settings(options), indent=2) + "\n")
     local: _Running | None = None
     own_client = client is None
     if client is None:
@@ -293,6 +333,7 @@ async def run_tournament(
         if not tables:
             raise ValueError("no preset is offered at the requested player counts")
         specs = plan(options.bots, tables, options.games, options.seed)
+        (options.out / SETTINGS_JSON).write_text(json.dumps(_settings(options, tables), indent=2) + "\n")
         todo = [s for s in specs if s.key not in done]
         skipped = len(specs) - len(todo)
         if options.max_games:
@@ -301,11 +342,8 @@ async def run_tournament(
             _say("no operator key: the server deals every game from its own random seed, so the deals are "
                  "not duplicated across rotations (pass --operator-key for duplicate deals)")
         if todo and any(_heavy(b) for b in options.bots):
-            workers = options.workers or os.cpu_count() or 1
-            # spawn, not fork: the parent already runs gRPC threads.
-            pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-            loop = asyncio.get_running_loop()
-            await asyncio.gather(*(loop.run_in_executor(pool, _warm_up) for _ in range(workers)))
+            pool, warm = _start_pool(options.workers or os.cpu_count() or 1)
+            await asyncio.gather(*warm)
         writer = ResultWriter(results_path)
         if progress:
             from tqdm import tqdm  # type: ignore[import-untyped]
@@ -354,12 +392,21 @@ async def run_tournament(
                 if bar is not None:
                     bar.update(1)
 
+        async def watch(event: asyncio.Event) -> None:
+            await event.wait()
+            raise _Stopped
+
         try:
-            async with asyncio.TaskGroup() as group:  # a fatal error cancels the other workers
-                for _ in range(max(1, options.parallel)):
-                    group.create_task(worker())
+            async with asyncio.TaskGroup() as group:  # a fatal error (or a stop) cancels the other workers
+                watcher = group.create_task(watch(stop)) if stop is not None else None
+                workers = [group.create_task(worker()) for _ in range(max(1, options.parallel))]
+                await asyncio.wait(workers)
+                if watcher is not None:
+                    watcher.cancel()
         except ExceptionGroup as errors:
-            raise errors.exceptions[0] from None
+            fatal = [e for e in errors.exceptions if not isinstance(e, _Stopped)]
+            if fatal:
+                raise fatal[0] from None
     finally:
         if bar is not None:
             bar.close()
@@ -371,14 +418,18 @@ async def run_tournament(
             await client.close()
         if local is not None:
             await local.server.stop(0)
-    report = write_report(options.out)
+    interrupted = stop is not None and stop.is_set()
+    report = None if interrupted else write_report(options.out)
     return RunSummary(len(specs), skipped, played, failed, created,
-                      time.perf_counter() - started, report)
+                      time.perf_counter() - started, report, interrupted)
 
 
-def _settings(options: Options) -> dict[str, Any]:
+def _settings(options: Options, tables: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    """``tournament.json``: the settings of the run, with the tables it plays (the report of an
+    interrupted run recomputes its plan from them: ``plan.planned_keys``)."""
     return {
         "bots": list(options.bots), "presets": list(options.presets), "players": list(options.players),
         "games": options.games, "seed": options.seed, "parallel": options.parallel,
         "server": options.server or "in-process", "mcts_millis": options.mcts_millis,
+        "tables": [list(table) for table in tables],
     }
