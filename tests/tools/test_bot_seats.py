@@ -27,6 +27,7 @@ from gostop.tools.botworker import attach_in_process_worker
 from gostop.v1 import bot_pb2, bot_pb2_grpc
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
+from testkit.redis_server import RedisClusterServers, RespError
 from testkit.servers import OPERATOR, ROOT, Api, Game, config, expect, replay, start_process, stub
 
 BOT_KEY = "bot-key-for-tests-0123456789"
@@ -332,3 +333,27 @@ async def test_a_remote_bot_plays_a_bot_seat(store_url: str) -> None:
                 "gostop_bot_decisions_total", {"bot": "remote:highest", "outcome": "ok"}) == len(moves)
     finally:
         remote.stop(None)
+
+
+async def test_bot_seats_on_a_redis_cluster_spread_their_streams() -> None:
+    """On a Cluster the shards' streams live on several masters (each its own slot) and the worker
+    reads them in turn: a person still plays a whole round against two bot seats."""
+    with RedisClusterServers(3) as cluster:
+        async with bot_server(cluster.url) as api:
+            game = await create(api, "classic", 3, {1: "greedy", 2: "greedy"})
+            await play_with_bots(api, game, {0}, random.Random(5))
+            log = await api.log(game)
+            replay(log, 1)
+            assert {e.seat for e in bot_entries(log, {1, 2})} == {1, 2}
+            holders = {node.port for node in cluster.nodes for shard in range(8)
+                       if holds(node, f"gostop:bots:{{s{shard}}}")}
+            assert len(holders) > 1, "the shards' streams are spread over the masters"
+
+
+def holds(node: Any, key: str) -> bool:
+    """Whether a Cluster node holds ``key`` (another node's key answers MOVED)."""
+    try:
+        return bool(node.command("EXISTS", key) == 1)
+    except RespError as exc:
+        assert str(exc).startswith("MOVED"), exc
+        return False
