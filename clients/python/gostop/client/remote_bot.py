@@ -7,7 +7,7 @@ itself (``proto/gostop/v1/bot.proto`` is the contract)::
     try:
         action_id = bot.decide(view, deadline_ms=2000)   # view: the seat's pb.GameView
     except RemoteBotError as error:
-        action_id = min(a.id for a in view.legal_actions)   # the contract's safe fallback
+        action_id = min(a.id for a in view.legal_actions)   # a safe fallback, the caller's choice
     finally:
         bot.close()
 

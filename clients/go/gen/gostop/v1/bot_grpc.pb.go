@@ -43,7 +43,7 @@ type BotServiceClient interface {
 	//
 	// The caller sets a gRPC deadline of about deadline_ms. An answer that is late, an error status,
 	// or an id that is not among view.legal_actions is a failed decision: the caller plays a safe
-	// legal action in its place (the lowest id) and counts the failure; the game goes on.
+	// legal action of its own choosing in its place and counts the failure; the game goes on.
 	Decide(ctx context.Context, in *DecideRequest, opts ...grpc.CallOption) (*DecideResponse, error)
 }
 
@@ -75,7 +75,7 @@ type BotServiceServer interface {
 	//
 	// The caller sets a gRPC deadline of about deadline_ms. An answer that is late, an error status,
 	// or an id that is not among view.legal_actions is a failed decision: the caller plays a safe
-	// legal action in its place (the lowest id) and counts the failure; the game goes on.
+	// legal action of its own choosing in its place and counts the failure; the game goes on.
 	Decide(context.Context, *DecideRequest) (*DecideResponse, error)
 	mustEmbedUnimplementedBotServiceServer()
 }

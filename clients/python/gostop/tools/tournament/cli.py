@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from gostop.client import PermissionDenied, Unauthenticated
 
 from .plan import RESULTS
 from .report import WIDTH, format_report, wrap, write_report
-from .run import Options, RunSummary, _say, run_tournament
+from .run import Options, RunSummary, _say, remote_target, run_tournament
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT, as a shell reports a command that SIGINT ended)."""
@@ -47,7 +48,13 @@ def _counts(text: str) -> tuple[int, ...]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``gostop tournament`` flags."""
     parser.add_argument("--bots", type=_names, default=("random", "greedy"),
-                        help=f"comma-separated bots ({SPEC_HELP}); default random,greedy")
+                        help=f"comma-separated bots ({SPEC_HELP}; or remote:NAME, a BotService server named "
+                             "by --remote-bot); default random,greedy")
+    parser.add_argument("--remote-bot", action="append", default=[], metavar="NAME=HOST:PORT",
+                        help="the address of the remote bot remote:NAME (repeatable; adds to and overrides "
+                             "GOSTOP_REMOTE_BOTS, NAME=HOST:PORT,...)")
+    parser.add_argument("--remote-deadline-ms", type=int, default=2000,
+                        help="milliseconds a remote bot has per decision")
     parser.add_argument("--presets", type=_names, default=("standard",), help="comma-separated presets")
     parser.add_argument("--players", type=_counts, default=(2,), help="comma-separated table sizes, e.g. 2,3")
     parser.add_argument("--games", type=int, default=100, help="deals per matchup (each played in every rotation)")
@@ -110,15 +117,25 @@ def _run_from_args(args: argparse.Namespace) -> int:
         print(format_report(write_report(out)))
         return 0
     from gostop.bots import BotSpecError, check_bot
+    from gostop.service.config import parse_remote_bots
 
+    try:
+        remote_bots = parse_remote_bots(os.environ.get("GOSTOP_REMOTE_BOTS", ""))
+        for item in args.remote_bot:
+            remote_bots.update(parse_remote_bots(item))
+    except ValueError as error:
+        _say(f"gostop tournament: --remote-bot: {error}")
+        return 2
     for spec in args.bots:
+        if remote_target(spec) is not None:
+            continue  # a remote bot: run_tournament checks that it has an address
         try:
             check_bot(spec)
         except BotSpecError as error:
             _say(f"gostop tournament: --bots: {error}")
             return 2
-    if args.games < 1 or args.parallel < 1:
-        _say("--games and --parallel must be at least 1")
+    if args.games < 1 or args.parallel < 1 or args.remote_deadline_ms < 1:
+        _say("--games, --parallel and --remote-deadline-ms must be at least 1")
         return 2
     if not args.server:
         # The in-process server logs every call at info level, and a call that ends other than OK
@@ -131,7 +148,8 @@ def _run_from_args(args: argparse.Namespace) -> int:
         bots=args.bots, presets=args.presets, players=args.players, games=args.games, out=out,
         parallel=args.parallel, seed=args.seed, server=args.server, api_key=args.api_key,
         operator_key=args.operator_key, tls=args.tls, mcts_millis=args.mcts_millis, workers=args.workers,
-        max_games=args.max_games,
+        max_games=args.max_games, remote_bots=tuple(remote_bots.items()),
+        remote_deadline_ms=args.remote_deadline_ms,
     )
     try:
         summary = asyncio.run(_run(options, progress=not args.no_progress))

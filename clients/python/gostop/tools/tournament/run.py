@@ -20,7 +20,15 @@ from typing import Any, Protocol
 
 from gostop.bots.arena import wilson as wilson
 from gostop.bots.schedule import derive_seed
-from gostop.client import AsyncGostopClient, GostopError, PermissionDenied, StaleVersion, Unauthenticated
+from gostop.client import (
+    AsyncGostopClient,
+    GostopError,
+    PermissionDenied,
+    RemoteBot,
+    RemoteBotError,
+    StaleVersion,
+    Unauthenticated,
+)
 from gostop.engine import Rules, action_id
 from gostop.v1 import game_pb2 as pb
 from gostop.wire.convert import deal_to_pb, rules_from_pb, view_from_pb
@@ -117,6 +125,53 @@ class PoolPlayer:
         return chosen
 
 
+def remote_target(spec: str) -> tuple[str, str] | None:
+    """``remote:NAME[:options]`` as (NAME, the options as written); None for any other spec.
+
+    >>> remote_target("remote:ts:style=random")
+    ('ts', 'style=random')
+    """
+    if not spec.startswith("remote:"):
+        return None
+    name, _, options = spec.removeprefix("remote:").partition(":")
+    return name, options
+
+
+class RemotePlayer:
+    """A remote bot (a ``gostop.v1.BotService`` server, ``remote:NAME``): each decision is one
+    ``Decide`` call in a worker thread, seeded from the seat's seed and the game version.
+
+    As the contract says, a late answer, an error status or an illegal id is played as the lowest
+    legal id and counted (``fallbacks``, in the game's record; the first of each bot is said); an
+    unreachable server fails the game (a rerun plays it)."""
+
+    def __init__(self, name: str, bot: RemoteBot, seed: int, deadline_ms: int, said: set[str]) -> None:
+        self.name = name
+        self.bot = bot
+        self.seed = seed
+        self.deadline_ms = deadline_ms
+        self.said = said
+        self.decisions = 0
+        self.seconds = 0.0
+        self.fallbacks = 0
+
+    async def choose(self, view: pb.GameView) -> int:
+        start = time.perf_counter()
+        try:
+            chosen = await self.bot.decide_async(view, self.deadline_ms, seed=derive_seed(self.seed, view.version))
+        except RemoteBotError as error:
+            if error.kind in ("unreachable", "closed"):
+                raise GameFailed(str(error)) from None
+            self.fallbacks += 1
+            chosen = min(a.id for a in view.legal_actions)
+            if self.name not in self.said:
+                self.said.add(self.name)
+                _say(f"{error}; played the lowest legal id instead (counted as fallbacks in {RESULTS})")
+        self.decisions += 1
+        self.seconds += time.perf_counter() - start
+        return chosen
+
+
 # ------------------------------------------------------------------------------- the service
 
 
@@ -179,6 +234,7 @@ async def play_game(
         "winner_bot": spec.seats[winner] if winner >= 0 else None, "points": list(settlement.points),
         "game_id": game.game_id, "version": version, "actions": actions, "conflicts": conflicts,
         "decisions": [p.decisions for p in players], "decide_ms": [round(1000 * p.seconds, 3) for p in players],
+        "fallbacks": [getattr(p, "fallbacks", 0) for p in players],
         "seconds": round(time.perf_counter() - start, 4),
     }
 
@@ -204,6 +260,10 @@ class Options:
     """Processes of the pool for CPU-heavy bots (0: one per CPU)."""
     max_games: int = 0
     """Play at most this many new games in this run (0: all); the rest is left for a later run."""
+    remote_bots: tuple[tuple[str, str], ...] = ()
+    """(NAME, HOST:PORT) of the BotService servers the bots ``remote:NAME`` are."""
+    remote_deadline_ms: int = 2000
+    """Milliseconds a remote bot has per decision."""
 
 
 @dataclass
@@ -302,6 +362,12 @@ async def run_tournament(
     run early: the games in flight are abandoned (a rerun plays them), the pool and the in-process
     server are stopped, no report is written, and the summary says ``interrupted``."""
     started = time.perf_counter()
+    addresses = dict(options.remote_bots)
+    for spec in options.bots:
+        target = remote_target(spec)
+        if target is not None and target[0] not in addresses:
+            raise ValueError(f"bot {spec!r}: no address for the remote bot {target[0]!r} (pass --remote-bot "
+                             f"{target[0]}=HOST:PORT, or set GOSTOP_REMOTE_BOTS)")
     options.out.mkdir(parents=True, exist_ok=True)
     results_path = options.out / RESULTS
     done = {r["key"] for r in load_results(results_path)}
@@ -321,7 +387,12 @@ async def run_tournament(
     pool: concurrent.futures.ProcessPoolExecutor | None = None
     writer: ResultWriter | None = None
     bar: Any = None
+    remotes: dict[str, RemoteBot] = {}  # spec -> its bot, shared by every game of the run
+    said: set[str] = set()
     try:
+        for spec in options.bots:
+            if (target := remote_target(spec)) is not None:
+                remotes[spec] = RemoteBot(target[0], addresses[target[0]], options=target[1])
         offered = await list_tables(client)
         tables = []
         for preset in options.presets:
@@ -358,7 +429,9 @@ async def run_tournament(
             for seat, name in enumerate(spec.seats):
                 seed = derive_seed(spec.deal_seed, spec.rotation, seat)
                 bot_options = _bot_options(name, options.mcts_millis)
-                if _heavy(name) and pool is not None:
+                if name in remotes:
+                    out.append(RemotePlayer(name, remotes[name], seed, options.remote_deadline_ms, said))
+                elif _heavy(name) and pool is not None:
                     out.append(PoolPlayer(name, seed, bot_options, pool))
                 else:
                     out.append(InlinePlayer(name, seed, bot_options))
@@ -414,6 +487,8 @@ async def run_tournament(
             writer.close()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        for remote in remotes.values():
+            remote.close()
         if own_client and client is not None:
             await client.close()
         if local is not None:
@@ -432,4 +507,5 @@ def _settings(options: Options, tables: Sequence[tuple[str, int]]) -> dict[str, 
         "games": options.games, "seed": options.seed, "parallel": options.parallel,
         "server": options.server or "in-process", "mcts_millis": options.mcts_millis,
         "tables": [list(table) for table in tables],
+        "remote_bots": dict(options.remote_bots), "remote_deadline_ms": options.remote_deadline_ms,
     }
