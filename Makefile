@@ -193,7 +193,9 @@ proto-baseline: $(BUF)
 	$(BUF) build proto -o $(BASELINE)
 
 # Clients for other languages, generated from proto/ with buf (docs/clients.md).
-# TypeScript: protobuf-es + Connect (gRPC over HTTP/2); npm ci from the lock, generate src/gen, tsc.
+# TypeScript: protobuf-es + Connect (the package @gostop/client: a browser entry over fetch and a
+# Node entry over gRPC/HTTP/2); npm ci from the lock, generate src/gen, tsc (also the browser
+# entry's type check against the DOM library, tsconfig.browser.json).
 TS_CLIENT := clients/typescript
 TS_STAMP := $(TS_CLIENT)/node_modules/.installed
 TS_GEN := $(TS_CLIENT)/src/gen/gostop/v1/game_pb.ts
@@ -216,7 +218,7 @@ $(TS_GEN): $(TS_STAMP) $(TS_CLIENT)/buf.gen.yaml $(wildcard proto/gostop/v1/*.pr
 	cd $(TS_CLIENT) && npm run --silent generate
 	test -f $@ && touch $@
 
-$(TS_OUT): $(TS_GEN) $(TS_CLIENT)/tsconfig.json $(wildcard $(TS_CLIENT)/src/*.ts $(TS_CLIENT)/examples/*.ts)
+$(TS_OUT): $(TS_GEN) $(TS_CLIENT)/tsconfig.json $(TS_CLIENT)/tsconfig.browser.json $(wildcard $(TS_CLIENT)/src/*.ts $(TS_CLIENT)/examples/*.ts)
 	cd $(TS_CLIENT) && npm run --silent build
 	test -f $@ && touch $@
 

@@ -129,7 +129,7 @@ def test_ts_conformance(server: str) -> None:
 
 
 TS_ERROR_SCRIPT: Final = """
-import { GostopClient, GostopError, Code } from "./dist/src/client.js";
+import { GostopClient, GostopError, Code } from "./dist/src/node.js";
 const client = new GostopClient({ address: process.argv[1], apiKey: process.argv[2] });
 try {
   await client.getGame("no-such-game");
@@ -174,7 +174,7 @@ def test_ts_break_from_watch_kept_node_alive(server: str) -> None:
 
 
 TS_LEAVE_WATCH_SCRIPT: Final = """
-import { GostopClient } from "./dist/src/client.js";
+import { GostopClient } from "./dist/src/node.js";
 const client = new GostopClient({ address: process.argv[1], apiKey: process.argv[2] });
 const { gameId } = await client.createGame({ preset: "standard", players: 2 });
 async function firstVersion() {

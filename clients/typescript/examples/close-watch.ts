@@ -9,7 +9,7 @@
 
 import { ConnectError } from "@connectrpc/connect";
 
-import { Code, GostopClient, GostopError } from "../src/client.js";
+import { Code, GostopClient, GostopError } from "../src/node.js";
 
 /** "<code> <message>" of a failure (a GostopError, or a ConnectError of a raw call). */
 function describe(error: unknown): string {

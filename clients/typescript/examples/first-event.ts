@@ -7,7 +7,7 @@
 // Without a game id it creates a standard 2-player game and watches it from the start as a
 // spectator (its first event is the deal). Prints the event, then "left the watch".
 
-import { GostopClient } from "../src/client.js";
+import { GostopClient } from "../src/node.js";
 
 async function main(): Promise<void> {
   const address = process.argv[2] ?? process.env["GOSTOP_ADDRESS"] ?? "127.0.0.1:50051";

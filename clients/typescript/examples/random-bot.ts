@@ -6,7 +6,7 @@
 // Prints one line per action, then the settlement, closes the client and exits 0 once the round
 // is over (by itself: nothing is left open).
 
-import { GostopClient, GostopError, Code, Phase, newRequestId, seatToken, type GameView } from "../src/client.js";
+import { GostopClient, GostopError, Code, Phase, newRequestId, seatToken, type GameView } from "../src/node.js";
 
 async function main(): Promise<void> {
   const address = process.argv[2] ?? process.env["GOSTOP_ADDRESS"] ?? "127.0.0.1:50051";

@@ -38,7 +38,7 @@ import {
   seatToken,
   type Settlement,
   type TurnResult,
-} from "./client.js";
+} from "./node.js";
 
 interface Step {
   seat: number;

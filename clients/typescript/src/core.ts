@@ -1,17 +1,27 @@
-// A small typed wrapper over the generated gostop.v1.GameService client (protobuf-es + Connect,
-// gRPC protocol over HTTP/2). It adds what every caller needs: credentials in metadata (the seat
-// token as "authorization: Bearer <token>", API/operator keys as "x-api-key"), a deadline on
-// every call, request ids for idempotent retries, the optimistic-concurrency version, paging of
-// the game log and errors typed by their google.rpc.ErrorInfo reason. It also owns its HTTP/2
-// connection: leaving a watch early cancels the stream, and close() ends everything, so a program
-// exits by itself once it is done.
+// The browser-safe core of the gostop client: a small typed wrapper over the generated
+// gostop.v1.GameService client (protobuf-es + Connect) that runs over any Connect `Transport` —
+// the Connect protocol or gRPC-Web through `fetch` in a browser (index.ts), gRPC or Connect over
+// HTTP/2 or HTTP/1.1 in Node (node.ts). It adds what every caller needs: credentials in headers
+// (the seat token as "authorization: Bearer <token>", API/operator keys as "x-api-key"), a
+// deadline on every call, request ids for idempotent retries, the optimistic-concurrency version,
+// paging of the game log and errors typed by their google.rpc.ErrorInfo reason. Leaving a watch
+// early cancels its stream, and close() aborts everything that is open and refuses later calls.
+//
+// Nothing here imports a Node module or uses a Node global: the browser entry is built from this
+// file (tests/contract/test_ts_package.py bundles it for browsers and fails on any `node:` import).
 
-import { randomUUID } from "node:crypto";
-import type * as http2 from "node:http2";
-
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { create, type DescMessage, type DescMethodStreaming, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  createClient,
+  type CallOptions,
+  type Client,
+  type ContextValues,
+  type StreamResponse,
+  type Transport,
+  type UnaryResponse,
+} from "@connectrpc/connect";
 
 import { ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 import {
@@ -31,7 +41,7 @@ import {
 } from "./gen/gostop/v1/game_pb.js";
 
 export * from "./gen/gostop/v1/game_pb.js";
-export { Code } from "@connectrpc/connect";
+export { Code, ConnectError, type Transport } from "@connectrpc/connect";
 
 /** The ErrorInfo domain of every error of the service. */
 export const ERROR_DOMAIN = "gostop.v1";
@@ -72,7 +82,7 @@ export type Reason =
   | "ID_EXHAUSTED";
 
 /**
- * A failed call: the gRPC code, the message and the ErrorInfo of the status details. `reason` is
+ * A failed call: the status code (gRPC and Connect share them), the message and the ErrorInfo of the status details. `reason` is
  * "" when the failure did not come from the service (a deadline, a refused connection…).
  */
 export class GostopError extends Error {
@@ -122,9 +132,27 @@ function closedError(cause?: unknown): GostopError {
   return new GostopError(Code.Canceled, CLIENT_CLOSED, "", "", {}, cause === undefined ? undefined : { cause });
 }
 
+/**
+ * A random (version 4) UUID from the Web Crypto API, which browsers and Node ≥ 20 both have as
+ * `globalThis.crypto`. Browsers offer `crypto.randomUUID()` only to secure contexts (HTTPS or
+ * localhost); a page served over plain HTTP from another host still has `getRandomValues()`,
+ * from which the same kind of UUID is built.
+ */
+function randomUuid(): string {
+  const crypto = globalThis.crypto;
+  if (typeof crypto.randomUUID === "function") {
+    return crypto.randomUUID();
+  }
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40; // version 4
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80; // the RFC 4122 variant
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 /** A new request id: safe to reuse for retries of the same call, unique otherwise. */
 export function newRequestId(prefix = "ts"): string {
-  return `${prefix}-${randomUUID()}`;
+  return `${prefix}-${randomUuid()}`;
 }
 
 /**
@@ -165,13 +193,18 @@ export function actionId(action: Action): number {
   }
 }
 
-export interface ClientOptions {
-  /** "host:port" (plaintext), or a URL: "http://host:port", "https://host:port" (TLS). */
-  address: string;
+/** What every client takes, whichever way it reaches the service. */
+export interface CommonClientOptions {
   /** An API or operator key, sent as x-api-key on every call. */
   apiKey?: string;
   /** Deadline of each unary call in milliseconds (default 10 s); streams have none by default. */
   timeoutMs?: number;
+}
+
+/** A client over a Connect transport made by the caller (createBrowserClient and the Node client make theirs). */
+export interface GostopClientOptions extends CommonClientOptions {
+  /** How calls reach the service: any Connect transport (Connect, gRPC-Web or gRPC protocol). */
+  transport: Transport;
 }
 
 /** Credentials and deadline of one call. */
@@ -213,102 +246,155 @@ export interface GameLog {
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 
-function baseUrl(address: string): string {
-  return /^[a-z]+:\/\//i.test(address) ? address : `http://${address}`;
-}
-
 /**
- * Connect's manager of the transport's HTTP/2 connection, made closable: once `close()` is
- * called it refuses every request, where the plain manager would open a new connection for it
- * (also for a request that was on its way when the connection was closed).
+ * The calls a client has open, each with an abort controller of its own (linked to the caller's
+ * signal), so that close() can abort them all; once closed it refuses new ones.
  */
-class ClosableSessionManager extends Http2SessionManager {
+class OpenCalls {
+  private readonly controllers = new Set<AbortController>();
   private isClosed = false;
 
-  override async request(
-    method: string,
-    path: string,
-    headers: http2.OutgoingHttpHeaders,
-    options: Omit<http2.ClientSessionRequestOptions, "signal">,
-  ): Promise<http2.ClientHttp2Stream> {
-    if (this.isClosed) {
-      throw new ConnectError(CLIENT_CLOSED, Code.Canceled);
-    }
-    const stream = await super.request(method, path, headers, options);
-    if (this.isClosed) {
-      // close() ran while this request was waiting for a connection: end the one it opened
-      // (the stream, destroyed with it, has no other listener for its error).
-      stream.on("error", () => undefined);
-      this.abort(new ConnectError(CLIENT_CLOSED, Code.Canceled));
-      throw new ConnectError(CLIENT_CLOSED, Code.Canceled);
-    }
-    return stream;
+  get closed(): boolean {
+    return this.isClosed;
   }
 
-  /** Closes the connection(s) and their streams for good. */
+  /** A signal for a new call (aborted by `signal` or by close()), and `done` to call when it ends. */
+  start(signal: AbortSignal | undefined): { signal: AbortSignal; done: (cancel?: boolean) => void } {
+    if (this.isClosed) {
+      throw new ConnectError(CLIENT_CLOSED, Code.Canceled);
+    }
+    const controller = new AbortController();
+    const forward = (): void => controller.abort(signal?.reason);
+    if (signal?.aborted) {
+      forward();
+    } else {
+      signal?.addEventListener("abort", forward, { once: true });
+    }
+    this.controllers.add(controller);
+    const done = (cancel = false): void => {
+      signal?.removeEventListener("abort", forward);
+      this.controllers.delete(controller);
+      if (cancel) {
+        controller.abort(new ConnectError("the caller left the stream", Code.Canceled));
+      }
+    };
+    return { signal: controller.signal, done };
+  }
+
+  /** Aborts every open call and refuses new ones. */
   close(): void {
     this.isClosed = true;
-    this.abort(new ConnectError(CLIENT_CLOSED, Code.Canceled));
+    for (const controller of this.controllers) {
+      controller.abort(new ConnectError(CLIENT_CLOSED, Code.Canceled));
+    }
+    this.controllers.clear();
   }
 }
 
 /**
- * A gostop.v1.GameService client; one HTTP/2 connection shared by every call. An idle connection
- * does not keep Node running, an open call or watch does: leave watches by `break` (or return,
- * throw) and call `close()` when done.
+ * The messages of a server stream, handing the call back to `done` when they end: with
+ * `cancel` when the consumer left before the end (which aborts the HTTP request; Connect's own
+ * iterable has no return(), so leaving a for-await over it would leave the stream open).
+ */
+async function* followed<T>(messages: AsyncIterable<T>, done: (cancel?: boolean) => void): AsyncGenerator<T, void, undefined> {
+  let finished = false;
+  try {
+    for await (const message of messages) {
+      yield message;
+    }
+    finished = true;
+  } finally {
+    done(!finished);
+  }
+}
+
+/** The headers a Transport takes (the fetch API's HeadersInit, which Node's types lack without the DOM library). */
+type TransportHeaders = Parameters<Transport["unary"]>[3];
+
+/** `inner` with every call registered in `calls`: aborted by close(), refused once closed. */
+function closableTransport(inner: Transport, calls: OpenCalls): Transport {
+  return {
+    async unary<I extends DescMessage, O extends DescMessage>(
+      method: DescMethodUnary<I, O>,
+      signal: AbortSignal | undefined,
+      timeoutMs: number | undefined,
+      header: TransportHeaders,
+      input: MessageInitShape<I>,
+      contextValues?: ContextValues,
+    ): Promise<UnaryResponse<I, O>> {
+      const call = calls.start(signal);
+      try {
+        return await inner.unary(method, call.signal, timeoutMs, header, input, contextValues);
+      } finally {
+        call.done();
+      }
+    },
+    async stream<I extends DescMessage, O extends DescMessage>(
+      method: DescMethodStreaming<I, O>,
+      signal: AbortSignal | undefined,
+      timeoutMs: number | undefined,
+      header: TransportHeaders,
+      input: AsyncIterable<MessageInitShape<I>>,
+      contextValues?: ContextValues,
+    ): Promise<StreamResponse<I, O>> {
+      const call = calls.start(signal);
+      let response: StreamResponse<I, O>;
+      try {
+        response = await inner.stream(method, call.signal, timeoutMs, header, input, contextValues);
+      } catch (error) {
+        call.done();
+        throw error;
+      }
+      return { ...response, message: followed(response.message, call.done) };
+    },
+  };
+}
+
+/**
+ * A gostop.v1.GameService client over a Connect transport. In a browser make one with
+ * `createBrowserClient()` (the Connect protocol or gRPC-Web over fetch); in Node with
+ * `new GostopClient({ address })` of `@gostop/client/node` (gRPC over HTTP/2, or Connect).
+ * An open call or watch keeps Node running: leave watches by `break` (or return, throw) and call
+ * `close()` when done.
  */
 export class GostopClient {
   /** The generated Connect client, for anything the wrapper does not cover (also closed by close()). */
   readonly raw: Client<typeof GameService>;
   private readonly apiKey: string | undefined;
   private readonly timeoutMs: number;
-  /** The transport's HTTP/2 connection(s), kept so that close() can end them. */
-  private readonly sessions: ClosableSessionManager;
-  /** One controller per open watch: close() aborts them. */
-  private readonly watches = new Set<AbortController>();
-  private isClosed = false;
+  /** Every call in flight (also through `raw`), so that close() can abort them. */
+  private readonly calls = new OpenCalls();
 
-  constructor(options: ClientOptions) {
-    const url = baseUrl(options.address);
-    this.sessions = new ClosableSessionManager(url);
-    const transport = createGrpcTransport({ baseUrl: url, sessionManager: this.sessions });
-    this.raw = createClient(GameService, transport);
+  constructor(options: GostopClientOptions) {
+    this.raw = createClient(GameService, closableTransport(options.transport, this.calls));
     this.apiKey = options.apiKey;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
   /** Whether `close()` was called. */
   get closed(): boolean {
-    return this.isClosed;
+    return this.calls.closed;
   }
 
   /**
-   * Closes the client: aborts its open watches and unary calls and closes its HTTP/2
-   * connection(s), so nothing of it keeps Node running. Every call afterwards, and every call
-   * or watch that was open, fails with a GostopError CANCELLED whose message is CLIENT_CLOSED.
-   * Calling it again does nothing.
+   * Closes the client: aborts its open watches and calls. Every call afterwards (also through
+   * `raw`), and every call or watch that was open, fails with a GostopError CANCELLED whose
+   * message is CLIENT_CLOSED. Calling it again does nothing. (The Node client also closes its
+   * connections, so that nothing of it keeps Node running.)
    */
   close(): void {
-    if (this.isClosed) {
-      return;
-    }
-    this.isClosed = true;
-    for (const watch of this.watches) {
-      watch.abort(closedError());
-    }
-    this.watches.clear();
-    this.sessions.close();
+    this.calls.close();
   }
 
   private ensureOpen(): void {
-    if (this.isClosed) {
+    if (this.closed) {
       throw closedError();
     }
   }
 
   /** The error of a failed call: the closed-client error once close() was called, since that is why it failed. */
   private failure(error: unknown): GostopError {
-    return this.isClosed ? closedError(error) : GostopError.from(error);
+    return this.closed ? closedError(error) : GostopError.from(error);
   }
 
   private options(auth: CallAuth | undefined, stream = false): CallOptions {
@@ -403,7 +489,7 @@ export class GostopClient {
    *
    * The stream opens at the first `next()` (the first turn of a `for await`). Leaving the loop
    * early — `break`, `return` or a throw in its body, or `return()` on the iterator — cancels
-   * it on the server and releases the connection, so Node can exit. `auth.signal` and
+   * it on the server and releases the connection (so Node can exit). `auth.signal` and
    * `close()` abort it too: the loop then throws a GostopError CANCELLED.
    */
   async *watch(
@@ -422,7 +508,6 @@ export class GostopClient {
     } else {
       outer?.addEventListener("abort", forward, { once: true });
     }
-    this.watches.add(controller);
     try {
       const stream = this.raw.watchGame(
         { gameId, afterVersion: BigInt(auth?.afterVersion ?? 0) },
@@ -435,7 +520,6 @@ export class GostopClient {
       throw this.failure(error);
     } finally {
       outer?.removeEventListener("abort", forward);
-      this.watches.delete(controller);
       // Cancels the stream when the consumer left early; a no-op once it has ended.
       controller.abort();
     }
