@@ -128,6 +128,7 @@ class ServerProcess:
             GOSTOP_LOG_LEVEL=self.log_level,
             GOSTOP_LOG_FORMAT="json",
             GOSTOP_METRICS_HOST=HOST,
+            GOSTOP_HTTP_LISTEN=os.environ.get("GOSTOP_HTTP_LISTEN", "off"),
         )
         self._log = tempfile.TemporaryFile(prefix="gostop-bench-server-")  # noqa: SIM115 (closed by stop)
         profiler = ["-m", "cProfile", "-o", self.profile] if self.profile else []

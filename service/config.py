@@ -24,6 +24,12 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("listen", "GOSTOP_LISTEN", "127.0.0.1:50051", "gRPC listen address (host:port; [::]:50051 for all)"),
+    Setting("http_listen", "GOSTOP_HTTP_LISTEN", "127.0.0.1:8080",
+            "HTTP listen address of the Connect and gRPC-Web protocols and the web table (HTTP/1.1 and "
+            "HTTP/2; off: none)"),
+    Setting("cors_origins", "GOSTOP_CORS_ORIGINS", "",
+            "comma-separated origins (https://games.example.com) whose pages may call the HTTP port; * for "
+            "any; empty: only the web table's own origin"),
     Setting("metrics_port", "GOSTOP_METRICS_PORT", 9464, "Prometheus metrics HTTP port (0: off)"),
     Setting("metrics_host", "GOSTOP_METRICS_HOST", "127.0.0.1", "address the metrics endpoint binds"),
     Setting("redis_url", "GOSTOP_REDIS_URL", "",
@@ -94,6 +100,8 @@ SETTINGS: tuple[Setting, ...] = (
 @dataclass(frozen=True, slots=True)
 class Config:
     listen: str = "127.0.0.1:50051"
+    http_listen: str = "127.0.0.1:8080"
+    cors_origins: str = ""
     metrics_port: int = 9464
     metrics_host: str = "127.0.0.1"
     redis_url: str = ""
@@ -133,11 +141,25 @@ class Config:
     def keys(self, name: str) -> tuple[str, ...]:
         return tuple(k.strip() for k in getattr(self, name).split(",") if k.strip())
 
+    def http_address(self) -> tuple[str, int] | None:
+        """``http_listen`` as (host, port), or None when it is off."""
+        if self.http_listen in ("off", ""):
+            return None
+        host, sep, port = self.http_listen.rpartition(":")
+        return host.strip("[]"), int(port)
+
     def remote_bot_addresses(self) -> dict[str, str]:
         """``remote_bots`` as NAME -> HOST:PORT."""
         return parse_remote_bots(self.remote_bots)
 
     def __post_init__(self) -> None:
+        if self.http_listen not in ("off", ""):
+            host, sep, port = self.http_listen.rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+                raise ValueError(f"GOSTOP_HTTP_LISTEN must be HOST:PORT or off, not {self.http_listen!r}")
+        for origin in self.keys("cors_origins"):
+            if origin != "*" and not _ORIGIN.fullmatch(origin):
+                raise ValueError(f"GOSTOP_CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port], no path)")
         if self.bot_worker not in ("auto", "on", "off"):
             raise ValueError("GOSTOP_BOT_WORKER must be auto, on or off")
         for plugin in self.keys("bot_plugins"):
@@ -171,6 +193,7 @@ class Config:
 
 MAX_BOT_BUDGET_MS = 60000
 """The largest per-decision budget any server may allow (a minute: a bot seat is for playing)."""
+_ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
 _PLUGIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}(:[A-Za-z_][A-Za-z0-9_.]{0,127})?")
 _REMOTE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _ADDRESS = re.compile(r"[A-Za-z0-9._-]{1,253}:[0-9]{1,5}|\[[0-9A-Fa-f:.]{2,45}\]:[0-9]{1,5}")

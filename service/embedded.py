@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 def local_config(**settings: Any) -> Config:
     """Settings of a private server on loopback (``settings`` override them)."""
     values: dict[str, Any] = {
-        "listen": "127.0.0.1:0", "metrics_port": 0, "token_secret": secrets.token_hex(24),
+        "listen": "127.0.0.1:0", "http_listen": "off", "metrics_port": 0, "token_secret": secrets.token_hex(24),
         "operator_keys": secrets.token_urlsafe(24),
     }
     values.update(settings)

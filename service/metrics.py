@@ -33,7 +33,7 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
-        rpc = ("grpc_type", "grpc_service", "grpc_method")
+        rpc = ("grpc_type", "grpc_service", "grpc_method", "protocol")
 
         # --- gRPC (the GameService; counted by service.server.ObservingInterceptor)
         self.started = Counter("grpc_server_started_total", "RPCs started on the server.", rpc, registry=r)

@@ -9,7 +9,7 @@ import secrets
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 import structlog
@@ -28,6 +28,9 @@ from .games import Games
 from .metrics import Metrics
 from .stores import open_bot_queue, open_store
 from .workers import worker_index
+
+if TYPE_CHECKING:
+    from .http import HttpServer
 
 log = structlog.get_logger("gostop")
 SERVICE = "gostop.v1.GameService"
@@ -109,11 +112,11 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
         m = self.metrics
         kind = "unary" if handler.unary_unary is not None else "server_stream"
         streaming = kind == "server_stream"
-        started_count = m.started.labels(kind, service, name)
-        handling = m.handling.labels(kind, service, name)
-        received = m.msg_received.labels(kind, service, name)
-        sent = m.msg_sent.labels(kind, service, name)
-        in_flight = m.in_flight.labels(kind, service, name)
+        started_count = m.started.labels(kind, service, name, "grpc")
+        handling = m.handling.labels(kind, service, name, "grpc")
+        received = m.msg_received.labels(kind, service, name, "grpc")
+        sent = m.msg_sent.labels(kind, service, name, "grpc")
+        in_flight = m.in_flight.labels(kind, service, name, "grpc")
         handled: dict[grpc.StatusCode, Any] = {}
         deserialize = handler.request_deserializer
 
@@ -121,7 +124,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
             elapsed = time.perf_counter() - started
             counter = handled.get(code)
             if counter is None:
-                counter = handled[code] = m.handled.labels(kind, service, name, code.name)
+                counter = handled[code] = m.handled.labels(kind, service, name, "grpc", code.name)
             counter.inc()
             handling.observe(elapsed)
             if code is grpc.StatusCode.OK or (streaming and code is grpc.StatusCode.CANCELLED):
@@ -294,7 +297,8 @@ class Server:
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             ("grpc.max_concurrent_streams", config.max_concurrent_streams),
         ]
-        self.grpc = grpc.aio.server(interceptors=[ObservingInterceptor(self.metrics)], options=options)
+        self.observer = ObservingInterceptor(self.metrics)
+        self.grpc = grpc.aio.server(interceptors=[self.observer], options=options)
         pb_grpc.add_GameServiceServicer_to_server(GameServicer(self.games), self.grpc)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
@@ -313,10 +317,25 @@ class Server:
         if self.port == 0:
             raise ListenError(f"cannot listen on {config.listen} (the port is in use, or the address is not "
                               "this machine's): choose another with --listen HOST:PORT (GOSTOP_LISTEN)")
+        self.http: HttpServer | None = None
+        self.http_port = 0
+        address = config.http_address()
+        if address is not None:
+            from .http import HttpServer, build_app, http_socket
+
+            try:
+                sock = http_socket(*address, reuse_port=worker_index() is not None)
+            except OSError as exc:
+                raise ListenError(f"cannot listen on {config.http_listen} ({exc.strerror or exc}): choose another "
+                                  "with --http-listen HOST:PORT (GOSTOP_HTTP_LISTEN), or off for none") from None
+            self.http = HttpServer(build_app(self.games, self.metrics, config, self.observer.tracebacks), sock, config)
+            self.http_port = self.http.port
         self.metrics_port = 0
 
     async def start(self) -> None:
         await self.grpc.start()
+        if self.http is not None:
+            await self.http.start()
         if self.config.metrics_port:
             try:
                 server, _ = start_http_server(self.config.metrics_port, self.config.metrics_host,
@@ -335,7 +354,7 @@ class Server:
         log.info(
             "serving", listen=self.config.listen, port=self.port, store=self.store.name,
             store_note="embedded in-process memory store (no Redis URL set)" if self.store.name == "memory" else "",
-            tls=bool(self.config.tls_cert), metrics_port=self.metrics_port,
+            tls=bool(self.config.tls_cert), metrics_port=self.metrics_port, http_port=self.http_port,
             ephemeral_token_secret=self.ephemeral_secret, worker=worker_index(),
             event_loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
         )
@@ -349,7 +368,10 @@ class Server:
         await self.health.enter_graceful_shutdown()
         ended = self.games.begin_shutdown()  # open WatchGame streams end now: clients resume elsewhere
         log.info("draining", grace_seconds=grace, watch_streams_ended=ended)
-        await self.grpc.stop(grace)
+        if self.http is not None:
+            await asyncio.gather(self.grpc.stop(grace), self.http.stop(grace))
+        else:
+            await self.grpc.stop(grace)
         with contextlib.suppress(Exception):
             await self.store.close()
         server = getattr(self, "_metrics_server", None)

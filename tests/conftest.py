@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from testkit.redis_server import RedisServer
 from testkit.servers import BACKENDS, Api, config, running_server
+
+# Servers the tests start (in process or as `gostop serve` processes) serve no HTTP port unless a
+# test asks for one: the default port (8080) would be shared by every server of the run.
+os.environ.setdefault("GOSTOP_HTTP_LISTEN", "off")
 
 
 @pytest.fixture(scope="session", name="service_redis")

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -71,7 +72,8 @@ def test_the_wheel_is_one_namespace_with_its_generated_code(wheel: Path) -> None
     assert tops == {"gostop", wheel.name.split("-py3")[0] + ".dist-info"}, tops
     for module in ("gostop/v1/__init__.py", "gostop/v1/game_pb2.py", "gostop/v1/game_pb2_grpc.py",
                    "gostop/v1/bot_pb2.py", "gostop/v1/bot_pb2_grpc.py", "gostop/v1/bot_pb2.pyi",
-                   "gostop/v1/game_pb2.pyi", "gostop/engine/game.py", "gostop/wire/convert.py",
+                   "gostop/v1/game_pb2.pyi", "gostop/v1/game_connect.py", "gostop/service/http.py",
+                   "gostop/engine/game.py", "gostop/wire/convert.py",
                    "gostop/service/server.py", "gostop/client/client.py", "gostop/bots/mcts.py",
                    "gostop/tools/cli.py", "gostop/py.typed"):
         assert module in names, f"{module} is not in the wheel"
@@ -92,6 +94,8 @@ def test_the_wheel_is_one_namespace_with_its_generated_code(wheel: Path) -> None
     plain = sorted(r.split(">")[0].split("=")[0].split("<")[0] for r in required if "extra ==" not in r)
     assert plain == ["grpcio", "grpcio-status", "orjson", "protobuf"], plain
     assert {"Provides-Extra: server", "Provides-Extra: tournament", "Provides-Extra: dev"} <= set(metadata.splitlines())
+    server = [r for r in required if "extra == \"server\"" in r]
+    assert any(r.startswith("connectrpc==") for r in server) and any(r.startswith("hypercorn") for r in server), server
 
 
 ALONE = """
@@ -136,9 +140,10 @@ def test_the_wheel_alone_gives_engine_client_and_bots(wheel: Path, tmp_path: Pat
 
 def test_with_the_server_extra_gostop_serve_runs(wheel: Path, tmp_path: Path) -> None:
     bin_ = venv(tmp_path / "venv", f"{wheel}[server]")
-    port = free_port()
+    port, http_port = free_port(), free_port()
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
-    process = subprocess.Popen([str(bin_ / "gostop"), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-port", "0"],
+    process = subprocess.Popen([str(bin_ / "gostop"), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-port", "0",
+                                "--http-listen", f"127.0.0.1:{http_port}"],
                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         status = None
@@ -153,6 +158,11 @@ def test_with_the_server_extra_gostop_serve_runs(wheel: Path, tmp_path: Path) ->
                 except grpc.RpcError:
                     time.sleep(0.2)
         assert status == health_pb2.HealthCheckResponse.SERVING
+        # The HTTP port of the installed wheel answers the Connect protocol (its generated code and runtime).
+        request = urllib.request.Request(f"http://127.0.0.1:{http_port}/gostop.v1.GameService/ListRuleSets",
+                                         data=b"{}", headers={"content-type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            assert b'"ruleSets"' in reply.read()
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=60)
         assert process.returncode == 0, output

@@ -47,9 +47,9 @@ def value(samples: Samples, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
-def rpc(method: str, kind: str = "unary") -> dict[str, str]:
-    """The labels of the ``grpc_server_*`` series of one GameService method."""
-    return {"grpc_type": kind, "grpc_service": SERVICE, "grpc_method": method}
+def rpc(method: str, kind: str = "unary", protocol: str = "grpc") -> dict[str, str]:
+    """The labels of the ``grpc_server_*`` series of one GameService method (on the gRPC port by default)."""
+    return {"grpc_type": kind, "grpc_service": SERVICE, "grpc_method": method, "protocol": protocol}
 
 
 def total(samples: Samples, name: str, **labels: str) -> float:

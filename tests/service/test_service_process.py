@@ -315,6 +315,7 @@ _LABEL_VALUES = {
     "grpc_service": {"gostop.v1.GameService"},
     "grpc_method": {m.name for m in pb.DESCRIPTOR.services_by_name["GameService"].methods},
     "grpc_code": {c.name for c in grpc.StatusCode},
+    "protocol": {"grpc", "connect", "grpc-web"},
     "preset": set(PRESETS),
     "players": {str(n) for counts in PRESET_PLAYERS.values() for n in counts},
     "outcome": {"stop", "best_score", "instant_win", "instant_loss", "nagari"},
@@ -348,7 +349,7 @@ async def test_metrics_endpoint(service_redis: RedisServer) -> None:
             assert not re.search(r"\d\d-", value), "a card code in a label"
     handled = by_name["grpc_server_handled_total"]
     assert {"grpc_type": "unary", "grpc_service": "gostop.v1.GameService", "grpc_method": "CreateGame",
-            "grpc_code": "OK"} in handled
+            "protocol": "grpc", "grpc_code": "OK"} in handled
     assert any(h["grpc_method"] == "SubmitAction" and h["grpc_code"] == "ABORTED" for h in handled)
     assert any(h["grpc_method"] == "GetGame" and h["grpc_code"] == "NOT_FOUND" for h in handled)
     for name in ("gostop_games_created_total", "gostop_actions_total", "gostop_rounds_finished_total",

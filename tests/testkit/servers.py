@@ -221,7 +221,7 @@ def stub(channel: grpc.aio.Channel) -> pb_grpc.GameServiceStub:
 
 
 def config(redis_url: str = "", **settings: Any) -> Config:
-    values: dict[str, Any] = {"listen": "127.0.0.1:0", "metrics_port": 0, "token_secret": SECRET,
+    values: dict[str, Any] = {"listen": "127.0.0.1:0", "http_listen": "off", "metrics_port": 0, "token_secret": SECRET,
                               "operator_keys": OPERATOR_KEY, "redis_url": redis_url}
     values.update(settings)
     return Config(**values)

@@ -7450,9 +7450,9 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\fPHASE_GUKJIN\x10\x06\x12\x11\n" +
 	"\rPHASE_GO_STOP\x10\a\x12\x0e\n" +
 	"\n" +
-	"PHASE_OVER\x10\b2\xa8\x04\n" +
-	"\vGameService\x12O\n" +
-	"\fListRuleSets\x12\x1e.gostop.v1.ListRuleSetsRequest\x1a\x1f.gostop.v1.ListRuleSetsResponse\x12I\n" +
+	"PHASE_OVER\x10\b2\xad\x04\n" +
+	"\vGameService\x12T\n" +
+	"\fListRuleSets\x12\x1e.gostop.v1.ListRuleSetsRequest\x1a\x1f.gostop.v1.ListRuleSetsResponse\"\x03\x90\x02\x01\x12I\n" +
 	"\n" +
 	"CreateGame\x12\x1c.gostop.v1.CreateGameRequest\x1a\x1d.gostop.v1.CreateGameResponse\x12@\n" +
 	"\aGetGame\x12\x19.gostop.v1.GetGameRequest\x1a\x1a.gostop.v1.GetGameResponse\x12O\n" +

@@ -44,7 +44,8 @@ const (
 //
 // GameService creates games, shows each seat what it may see and applies its actions.
 type GameServiceClient interface {
-	// ListRuleSets returns every preset for every player count it supports, with every rule.
+	// ListRuleSets returns every preset for every player count it supports, with every rule. It has
+	// no side effects, so Connect clients may call it with GET (cacheable).
 	ListRuleSets(ctx context.Context, in *ListRuleSetsRequest, opts ...grpc.CallOption) (*ListRuleSetsResponse, error)
 	// CreateGame deals the first round of a new match and returns one secret token per seat.
 	CreateGame(ctx context.Context, in *CreateGameRequest, opts ...grpc.CallOption) (*CreateGameResponse, error)
@@ -153,7 +154,8 @@ func (c *gameServiceClient) StartNextRound(ctx context.Context, in *StartNextRou
 //
 // GameService creates games, shows each seat what it may see and applies its actions.
 type GameServiceServer interface {
-	// ListRuleSets returns every preset for every player count it supports, with every rule.
+	// ListRuleSets returns every preset for every player count it supports, with every rule. It has
+	// no side effects, so Connect clients may call it with GET (cacheable).
 	ListRuleSets(context.Context, *ListRuleSetsRequest) (*ListRuleSetsResponse, error)
 	// CreateGame deals the first round of a new match and returns one secret token per seat.
 	CreateGame(context.Context, *CreateGameRequest) (*CreateGameResponse, error)

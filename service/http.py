@@ -1,0 +1,410 @@
+"""The HTTP port: ``gostop.v1.GameService`` over the Connect protocol and gRPC-Web, and the web table.
+
+Browsers cannot speak gRPC over HTTP/2 directly, so the service also answers on an HTTP port
+(HTTP/1.1 and HTTP/2 cleartext) through ``connectrpc``'s ASGI application, which speaks the
+Connect protocol, gRPC-Web and gRPC. Every call goes to the same domain layer (``Games``) as the
+gRPC port's, with the same credentials (``authorization: Bearer <seat token>``, ``x-api-key``),
+the same errors (Connect codes, with the ``google.rpc.ErrorInfo`` in the details), the same limits,
+the same metrics (labelled by ``protocol``) and the same per-call log line.
+
+Around it: CORS for the origins the operator allows (``GOSTOP_CORS_ORIGINS``; a page of another
+origin is refused unless listed) and the web table's files at ``/`` (the built page, shipped in
+the package as ``gostop/web``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import mimetypes
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import grpc
+import structlog
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError, ErrorDetail
+from google.rpc import error_details_pb2
+from protobuf.wkt import Any as ConnectAny
+
+from gostop.v1 import game_pb2 as pb
+from gostop.v1.game_connect import GameServiceASGIApplication
+
+from .config import Config
+from .errors import DOMAIN, ServiceError, classify
+from .games import Games
+from .metrics import Metrics
+
+log = structlog.get_logger("gostop")
+
+SERVICE = "gostop.v1.GameService"
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_CODES = {code.name: code for code in Code}
+_CODES["CANCELLED"] = Code.CANCELED
+
+
+def connect_error(err: ServiceError) -> ConnectError:
+    """The Connect error of a service error: its code, its message, and its ``ErrorInfo``."""
+    info = error_details_pb2.ErrorInfo(reason=err.reason, domain=DOMAIN, metadata=err.metadata)
+    detail = ConnectAny(type_url="type.googleapis.com/google.rpc.ErrorInfo", value=info.SerializeToString())
+    return ConnectError(_CODES.get(err.code.name, Code.UNKNOWN), err.message, [ErrorDetail(detail)])
+
+
+def protocol_of(content_type: str) -> str:
+    """The protocol label of a call from its content type: ``connect``, ``grpc-web`` or ``grpc``."""
+    if content_type.startswith("application/grpc-web"):
+        return "grpc-web"
+    if content_type.startswith("application/grpc"):
+        return "grpc"
+    return "connect"
+
+
+class _Call:
+    """One call's bookkeeping: metrics, the log line, the error mapping (as the gRPC port's
+    ``ObservingInterceptor`` does it)."""
+
+    def __init__(self, service: ConnectGameService, name: str, kind: str, ctx: Any) -> None:
+        self.service = service
+        self.name = name
+        self.kind = kind
+        headers = ctx.request_headers
+        self.protocol = protocol_of(headers.get("content-type", "") if ctx.http_method == "POST" else "")
+        self.headers = headers
+        self.ctx = ctx
+        self.started = time.perf_counter()
+        m = service.metrics
+        self.labels = (kind, SERVICE, name, self.protocol)
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(protocol=self.protocol)
+        m.started.labels(*self.labels).inc()
+        m.msg_received.labels(*self.labels).inc()
+        m.in_flight.labels(*self.labels).inc()
+
+    def caller(self, **bind: Any) -> Any:
+        structlog.contextvars.bind_contextvars(**{k: v for k, v in bind.items() if v not in ("", None)})
+        metadata = [(k.lower(), v) for k, v in self.headers.allitems()]
+        caller = self.service.games.auth.caller(metadata)
+        if caller.seat is not None:
+            structlog.contextvars.bind_contextvars(seat=caller.seat)
+        return caller
+
+    def sent(self) -> None:
+        self.service.metrics.msg_sent.labels(*self.labels).inc()
+
+    def finish(self, code: grpc.StatusCode) -> None:
+        m = self.service.metrics
+        elapsed = time.perf_counter() - self.started
+        m.in_flight.labels(*self.labels).dec()
+        m.handled.labels(*self.labels, code.name).inc()
+        m.handling.labels(*self.labels).observe(elapsed)
+        quiet = code is grpc.StatusCode.OK or (self.kind == "server_stream" and code is grpc.StatusCode.CANCELLED)
+        (log.info if quiet else log.warning)("rpc", rpc=self.name, code=code.name,
+                                             duration_ms=round(elapsed * 1000, 3))
+
+    def fail(self, exc: BaseException) -> ConnectError:
+        err = classify(exc)
+        if err.code is grpc.StatusCode.INTERNAL:
+            self.service.tracebacks.report(self.name, exc)
+        structlog.contextvars.bind_contextvars(reason=err.reason)
+        self.finish(err.code)
+        return connect_error(err)
+
+
+class ConnectGameService:
+    """``gostop.v1.GameService`` for ``connectrpc``: transport only, like the gRPC servicer."""
+
+    def __init__(self, games: Games, metrics: Metrics, tracebacks: Any) -> None:
+        self.games = games
+        self.metrics = metrics
+        self.tracebacks = tracebacks
+
+    async def _unary(self, name: str, ctx: Any, run: Callable[[_Call], Awaitable[Any]]) -> Any:
+        call = _Call(self, name, "unary", ctx)
+        try:
+            response = await run(call)
+        except asyncio.CancelledError:
+            call.finish(grpc.StatusCode.CANCELLED)
+            raise
+        except Exception as exc:
+            raise call.fail(exc) from None
+        call.finish(grpc.StatusCode.OK)
+        call.sent()
+        return response
+
+    async def list_rule_sets(self, request: pb.ListRuleSetsRequest, ctx: Any) -> pb.ListRuleSetsResponse:
+        async def run(call: _Call) -> pb.ListRuleSetsResponse:
+            return self.games.list_rule_sets()
+
+        return await self._unary("ListRuleSets", ctx, run)  # type: ignore[no-any-return]
+
+    async def create_game(self, request: pb.CreateGameRequest, ctx: Any) -> pb.CreateGameResponse:
+        async def run(call: _Call) -> pb.CreateGameResponse:
+            response = await self.games.create(request, call.caller(preset=request.preset))
+            structlog.contextvars.bind_contextvars(game_id=response.game_id)
+            return response
+
+        return await self._unary("CreateGame", ctx, run)  # type: ignore[no-any-return]
+
+    async def get_game(self, request: pb.GetGameRequest, ctx: Any) -> pb.GetGameResponse:
+        async def run(call: _Call) -> pb.GetGameResponse:
+            return await self.games.get(request, call.caller(game_id=request.game_id))
+
+        return await self._unary("GetGame", ctx, run)  # type: ignore[no-any-return]
+
+    async def submit_action(self, request: pb.SubmitActionRequest, ctx: Any) -> pb.SubmitActionResponse:
+        async def run(call: _Call) -> pb.SubmitActionResponse:
+            return await self.games.submit(request, call.caller(game_id=request.game_id,
+                                                                request_id=request.request_id))
+
+        return await self._unary("SubmitAction", ctx, run)  # type: ignore[no-any-return]
+
+    async def start_next_round(self, request: pb.StartNextRoundRequest, ctx: Any) -> pb.StartNextRoundResponse:
+        async def run(call: _Call) -> pb.StartNextRoundResponse:
+            return await self.games.start_next_round(request, call.caller(game_id=request.game_id,
+                                                                          request_id=request.request_id))
+
+        return await self._unary("StartNextRound", ctx, run)  # type: ignore[no-any-return]
+
+    async def get_game_log(self, request: pb.GetGameLogRequest, ctx: Any) -> pb.GetGameLogResponse:
+        async def run(call: _Call) -> pb.GetGameLogResponse:
+            return await self.games.log(request, call.caller(game_id=request.game_id))
+
+        return await self._unary("GetGameLog", ctx, run)  # type: ignore[no-any-return]
+
+    async def watch_game(self, request: pb.WatchGameRequest, ctx: Any) -> AsyncIterator[pb.WatchGameResponse]:
+        call = _Call(self, "WatchGame", "server_stream", ctx)
+        try:
+            caller = call.caller(game_id=request.game_id)
+            peer = (ctx.client_address or "").rpartition(":")[0]
+            async for item in self.games.watch(request, caller, peer=f"http:{peer}" if peer else ""):
+                call.sent()
+                yield item
+        except (asyncio.CancelledError, GeneratorExit):
+            call.finish(grpc.StatusCode.CANCELLED)
+            raise
+        except Exception as exc:
+            raise call.fail(exc) from None
+        call.finish(grpc.StatusCode.OK)
+
+
+# ------------------------------------------------------------------------------------- CORS
+
+_ALLOW_HEADERS = ("content-type, connect-protocol-version, connect-timeout-ms, connect-accept-encoding, "
+                  "connect-content-encoding, grpc-timeout, grpc-accept-encoding, grpc-encoding, x-grpc-web, "
+                  "x-user-agent, authorization, x-api-key")
+_EXPOSE_HEADERS = ("grpc-status, grpc-message, grpc-status-details-bin, grpc-encoding, grpc-accept-encoding, "
+                   "connect-content-encoding, connect-accept-encoding")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+class Cors:
+    """CORS around ``app``: the page's own origin always; others only if listed (``*``: any).
+
+    A request from an origin not allowed is refused (403) before the application sees it, so a
+    foreign page cannot make a browser act with credentials it holds, even where no preflight would
+    be sent."""
+
+    def __init__(self, app: ASGIApp, origins: Iterable[str]) -> None:
+        self.app = app
+        self.origins = frozenset(origins)
+
+    def allowed(self, scope: Scope, origin: str) -> bool:
+        if "*" in self.origins or origin in self.origins:
+            return True
+        host = _header(scope, b"host")
+        scheme = scope.get("scheme", "http")
+        return host is not None and origin == f"{scheme}://{host}"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":  # nothing to set up or tear down: the server owns its resources
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        origin = _header(scope, b"origin") if scope["type"] == "http" else None
+        if origin is None:
+            await self.app(scope, receive, send)
+            return
+        if not self.allowed(scope, origin):
+            await _plain(send, 403, b"this origin may not call this server (GOSTOP_CORS_ORIGINS)\n")
+            return
+        vary = [(b"vary", b"origin")]
+        allow = [(b"access-control-allow-origin", origin.encode("latin-1")), *vary]
+        if scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method") is not None:
+            await send({"type": "http.response.start", "status": 204, "headers": [
+                *allow, (b"access-control-allow-methods", b"POST, GET"),
+                (b"access-control-allow-headers", _ALLOW_HEADERS.encode()),
+                (b"access-control-max-age", b"7200")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def with_cors(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), *allow,
+                                                   (b"access-control-expose-headers", _EXPOSE_HEADERS.encode())]}
+            await send(message)
+
+        await self.app(scope, receive, with_cors)
+
+
+async def _plain(send: Send, status: int, body: bytes, content_type: bytes = b"text/plain; charset=utf-8",
+                 extra: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", content_type), (b"content-length", str(len(body)).encode()), *extra]})
+    await send({"type": "http.response.body", "body": body})
+
+
+# ------------------------------------------------------------------------------- the web table
+
+_NOT_BUILT = b"""<!doctype html><meta charset="utf-8"><title>gostop</title>
+<p>The web table is not built into this installation. In a source checkout, <code>make web</code>
+builds it (it needs <code>npm</code>); the Connect and gRPC-Web API is served here all the same.</p>
+"""
+_SECURITY = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
+             (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; style-src 'self' "
+              b"'unsafe-inline'; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")]
+
+
+def web_root() -> Path | None:
+    """The built web table in the installed package (``gostop/web``), if it is there."""
+    try:
+        root = Path(str(resources.files("gostop") / "web"))
+    except (ModuleNotFoundError, TypeError):
+        return None
+    return root if (root / "index.html").is_file() else None
+
+
+class WebTable:
+    """The web table's files (GET and HEAD), the API elsewhere: ``/`` is ``index.html``, a path
+    with no such file and no extension too (the page's own routes), anything else 404."""
+
+    def __init__(self, api: ASGIApp, root: Path | None) -> None:
+        self.api = api
+        self.root = root.resolve() if root is not None else None
+
+    def _file(self, path: str) -> Path | None:
+        assert self.root is not None
+        relative = path.lstrip("/") or "index.html"
+        candidate = (self.root / relative).resolve()
+        if not candidate.is_relative_to(self.root):
+            return None
+        if candidate.is_file():
+            return candidate
+        if "." not in relative.rsplit("/", 1)[-1]:
+            return self.root / "index.html"
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        if scope["type"] != "http" or path.startswith(f"/{SERVICE}/") or scope["method"] not in ("GET", "HEAD"):
+            await self.api(scope, receive, send)
+            return
+        head = scope["method"] == "HEAD"
+        if self.root is None:
+            await _plain(send, 200 if path == "/" else 404, b"" if head else _NOT_BUILT, b"text/html; charset=utf-8",
+                         _SECURITY)
+            return
+        found = self._file(path)
+        if found is None:
+            await _plain(send, 404, b"" if head else b"not found\n")
+            return
+        body = found.read_bytes()
+        kind = mimetypes.guess_type(found.name)[0] or "application/octet-stream"
+        if kind.startswith("text/") or kind in ("application/javascript", "image/svg+xml", "application/json"):
+            kind += "; charset=utf-8"
+        immutable = found.parent.name == "assets"  # Vite's content-hashed files
+        cache = b"public, max-age=31536000, immutable" if immutable else b"no-cache"
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", kind.encode()), (b"content-length", str(len(body)).encode()),
+            (b"cache-control", cache), *_SECURITY]})
+        await send({"type": "http.response.body", "body": b"" if head else body})
+
+
+def build_app(games: Games, metrics: Metrics, config: Config, tracebacks: Any,
+              web: Path | None = None) -> ASGIApp:
+    """The whole HTTP application: CORS around the web table around the Connect application."""
+    service = ConnectGameService(games, metrics, tracebacks)
+    api: ASGIApp = GameServiceASGIApplication(service, read_max_bytes=config.max_message_bytes)
+    return Cors(WebTable(api, web if web is not None else web_root()), config.keys("cors_origins"))
+
+
+# --------------------------------------------------------------------------------- serving it
+
+
+def http_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
+    """A bound, listening-ready TCP socket (SO_REUSEPORT among the workers of one supervisor)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
+class HttpServer:
+    """The ASGI application served on one socket by Hypercorn (HTTP/1.1 and HTTP/2 cleartext) on the
+    server's own event loop."""
+
+    def __init__(self, app: ASGIApp, sock: socket.socket, config: Config) -> None:
+        self.app = app
+        self.sock = sock
+        self.port = int(sock.getsockname()[1])
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.grace = config.drain_seconds
+        self.keep_alive = config.max_connection_idle_seconds
+
+    async def start(self) -> None:
+        from hypercorn.asyncio.run import worker_serve
+        from hypercorn.config import Config as HypercornConfig
+        from hypercorn.config import Sockets
+        from hypercorn.utils import wrap_app
+
+        cfg = HypercornConfig()
+        cfg.accesslog = None
+        cfg.errorlog = None
+        cfg.graceful_timeout = self.grace
+        cfg.keep_alive_timeout = self.keep_alive
+        cfg.include_server_header = False
+        sockets = Sockets(secure_sockets=[], insecure_sockets=[self.sock], quic_sockets=[])
+        self._task = asyncio.ensure_future(worker_serve(
+            wrap_app(self.app, cfg.wsgi_max_body_size, "asgi"), cfg, sockets=sockets,  # type: ignore[arg-type]
+            shutdown_trigger=self._stop.wait))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while not self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            if self._task.done():
+                self._task.result()  # its exception, if it failed
+                raise RuntimeError("the HTTP server stopped before it listened")
+            if loop.time() > deadline:
+                raise RuntimeError("the HTTP server did not start listening")
+            await asyncio.sleep(0.005)
+
+    async def stop(self, grace: float) -> None:
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._task, timeout=grace + 1)
+        with contextlib.suppress(OSError):
+            self.sock.close()

@@ -1,0 +1,299 @@
+"""The HTTP port (issue 24): ``gostop.v1.GameService`` over the Connect protocol and gRPC-Web.
+
+The calls go through ``testkit.connect``'s stub, so the same helpers as the gRPC tests play whole
+rounds, read logs and decode errors (the ``ErrorInfo`` a browser client would read from the Connect
+error's details). Raw HTTP/1.1 requests pin what a browser sends and receives: CORS, Connect GET, a
+``WatchGame`` stream over HTTP/1.1, the web table's files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import http.client
+import json
+import random
+import struct
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from gostop.service.config import Config
+from gostop.service.server import ListenError, Server
+from gostop.v1 import game_pb2 as pb
+from testkit.connect import running_http_server
+from testkit.redis_server import free_port
+from testkit.servers import OPERATOR, Api, Game, config, expect, replay
+
+PROTOCOLS = ["connect", "grpc-web"]
+
+
+@pytest.fixture(params=PROTOCOLS, name="http_api")
+async def http_api_fixture(request: pytest.FixtureRequest, store_url: str) -> AsyncIterator[Api]:
+    async with running_http_server(config(store_url), request.param) as api:
+        yield api
+
+
+async def test_a_whole_match_over_the_http_port(http_api: Api) -> None:
+    rules = await http_api.stub.ListRuleSets(pb.ListRuleSetsRequest())
+    assert len(rules.rule_sets) >= 5
+    game = await http_api.create("standard", players=2, seed=7, rounds=2)
+    assert sorted(game.tokens) == [0, 1]
+    watched: list[pb.WatchGameResponse] = []
+
+    async def watch() -> None:
+        async for item in http_api.stub.WatchGame(pb.WatchGameRequest(game_id=game.id), metadata=game.md(0)):
+            watched.append(item)
+
+    watcher = asyncio.ensure_future(watch())
+    rng = random.Random(7)
+    await http_api.play_round(game, rng)
+    await http_api.next_round(game, 1)
+    await http_api.play_round(game, rng)
+    await asyncio.wait_for(watcher, 20)  # the stream ends with the match
+    log = await http_api.log(game)
+    match, _ = replay(log, 2)
+    assert match.finished
+    assert watched and watched[-1].version == log.entries[-1].version
+    assert (await http_api.get(game, 0)).view.match.finished
+
+
+async def test_errors_carry_their_reason(http_api: Api) -> None:
+    game = await http_api.create("standard", players=2, seed=3)
+    await expect(http_api.stub.GetGame(pb.GetGameRequest(game_id="no such!")), grpc.StatusCode.INVALID_ARGUMENT,
+                 "MALFORMED_GAME_ID")
+    await expect(http_api.get(Game("NoSuchGame", {}, 1, pb.CreateGameResponse())), grpc.StatusCode.NOT_FOUND,
+                 "GAME_NOT_FOUND")
+    await expect(http_api.stub.GetGame(pb.GetGameRequest(game_id=game.id),
+                                       metadata=(("authorization", "Bearer gst1.x.0.bad"),)),
+                 grpc.StatusCode.UNAUTHENTICATED, "BAD_CREDENTIALS")
+    seat, view = await http_api.to_move(game)
+    other = 1 - seat
+    await expect(http_api.submit(game, other, view.legal_actions[0].id), grpc.StatusCode.FAILED_PRECONDITION,
+                 "NOT_YOUR_TURN")
+    await expect(http_api.submit(game, seat, view.legal_actions[0].id, version=game.version + 5),
+                 grpc.StatusCode.ABORTED, "STALE_VERSION")
+    await expect(http_api.stub.SubmitAction(pb.SubmitActionRequest(game_id=game.id, expected_version=game.version),
+                                            metadata=game.md(seat)), grpc.StatusCode.INVALID_ARGUMENT, "MISSING_ACTION")
+    await expect(http_api.stub.GetGameLog(pb.GetGameLogRequest(game_id=game.id), metadata=game.md(0)),
+                 grpc.StatusCode.PERMISSION_DENIED, "LOG_NOT_AVAILABLE")
+    await expect(http_api.stub.CreateGame(pb.CreateGameRequest(preset="nosuch"), metadata=OPERATOR),
+                 grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_PRESET")
+    await expect(http_api.stub.WatchGame(pb.WatchGameRequest(game_id=game.id, after_version=99)).__anext__(),
+                 grpc.StatusCode.OUT_OF_RANGE, "VERSION_AHEAD")
+
+
+async def test_the_same_credentials_as_the_grpc_port() -> None:
+    async with running_http_server(config("", api_keys="player-key"), "connect") as api:
+        await expect(api.stub.CreateGame(pb.CreateGameRequest(preset="standard")), grpc.StatusCode.UNAUTHENTICATED)
+        await expect(api.stub.CreateGame(pb.CreateGameRequest(preset="standard"), metadata=(("x-api-key", "x"),)),
+                     grpc.StatusCode.UNAUTHENTICATED)
+        created = await api.stub.CreateGame(pb.CreateGameRequest(preset="standard"),
+                                            metadata=(("x-api-key", "player-key"),))
+        other = await api.stub.CreateGame(pb.CreateGameRequest(preset="standard"),
+                                          metadata=(("x-api-key", "player-key"),))
+        await expect(api.stub.GetGame(pb.GetGameRequest(game_id=created.game_id),
+                                      metadata=(("authorization", f"Bearer {other.seats[0].token}"),)),
+                     grpc.StatusCode.PERMISSION_DENIED, "WRONG_GAME")
+
+
+# ------------------------------------------------------------------------ raw HTTP/1.1
+
+
+def request(port: int, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+            ) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        reply = connection.getresponse()
+        return reply.status, {k.lower(): v for k, v in reply.getheaders()}, reply.read()
+    finally:
+        connection.close()
+
+
+@pytest.fixture(name="http_server")
+async def http_server_fixture() -> AsyncIterator[Server]:
+    server = Server(config("", http_listen="127.0.0.1:0", cors_origins="https://games.example.com"))
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop(0)
+
+
+LIST = "/gostop.v1.GameService/ListRuleSets"
+
+
+async def test_cors_allows_listed_origins_and_refuses_others(http_server: Server) -> None:
+    port = http_server.http_port
+    preflight = {"origin": "https://games.example.com", "access-control-request-method": "POST",
+                 "access-control-request-headers": "content-type,connect-protocol-version,authorization"}
+    status, headers, _ = await asyncio.to_thread(request, port, "OPTIONS", LIST, headers=preflight)
+    assert status == 204
+    assert headers["access-control-allow-origin"] == "https://games.example.com"
+    assert "authorization" in headers["access-control-allow-headers"]
+    assert "connect-protocol-version" in headers["access-control-allow-headers"]
+    status, headers, body = await asyncio.to_thread(
+        request, port, "POST", LIST, b"{}", {"origin": "https://games.example.com", "content-type": "application/json"})
+    assert status == 200 and b"ruleSets" in body
+    assert headers["access-control-allow-origin"] == "https://games.example.com"
+    assert "grpc-status-details-bin" in headers["access-control-expose-headers"]
+    for origin in ("https://evil.example.com", "null", "http://games.example.com"):
+        status, headers, _ = await asyncio.to_thread(
+            request, port, "POST", LIST, b"{}", {"origin": origin, "content-type": "application/json"})
+        assert status == 403 and "access-control-allow-origin" not in headers, origin
+        status, headers, _ = await asyncio.to_thread(request, port, "OPTIONS", LIST,
+                                                     headers={**preflight, "origin": origin})
+        assert status == 403 and "access-control-allow-origin" not in headers, origin
+    # The page's own origin needs no listing.
+    own = f"http://127.0.0.1:{port}"
+    status, _, _ = await asyncio.to_thread(request, port, "POST", LIST, b"{}",
+                                           {"origin": own, "content-type": "application/json"})
+    assert status == 200
+
+
+async def test_list_rule_sets_by_connect_get(http_server: Server) -> None:
+    message = base64.urlsafe_b64encode(b"{}").decode().rstrip("=")
+    status, _, body = await asyncio.to_thread(
+        request, http_server.http_port, "GET", f"{LIST}?connect=v1&encoding=json&base64=1&message={message}")
+    assert status == 200, body
+    assert {r["preset"] for r in json.loads(body)["ruleSets"]} == {"standard", "simple", "classic", "house", "arcade"}
+
+
+def envelope(message: bytes, flags: int = 0) -> bytes:
+    return struct.pack(">BI", flags, len(message)) + message
+
+
+def read_envelopes(reply: http.client.HTTPResponse) -> list[tuple[int, bytes]]:
+    out: list[tuple[int, bytes]] = []
+    while True:
+        head = reply.read(5)
+        if len(head) < 5:
+            return out
+        flags, size = struct.unpack(">BI", head)
+        out.append((flags, reply.read(size)))
+        if flags & 0x02:
+            return out
+
+
+async def test_watch_game_streams_over_http_1_1(http_server: Server) -> None:
+    port = http_server.http_port
+    create = pb.CreateGameRequest(preset="standard", seed=11)
+    status, _, body = await asyncio.to_thread(
+        request, port, "POST", "/gostop.v1.GameService/CreateGame", create.SerializeToString(),
+        {"content-type": "application/proto", "x-api-key": "operator-key-for-tests"})
+    assert status == 200
+    created = pb.CreateGameResponse.FromString(body)
+
+    def watch() -> list[tuple[int, bytes]]:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("POST", "/gostop.v1.GameService/WatchGame",
+                           body=envelope(pb.WatchGameRequest(game_id=created.game_id).SerializeToString()),
+                           headers={"content-type": "application/connect+proto",
+                                    "authorization": f"Bearer {created.seats[0].token}",
+                                    "connect-timeout-ms": "1500"})
+        reply = connection.getresponse()
+        assert reply.status == 200 and reply.version == 11  # HTTP/1.1, chunked
+        try:
+            return read_envelopes(reply)
+        finally:
+            connection.close()
+
+    frames = await asyncio.to_thread(watch)
+    events = [pb.WatchGameResponse.FromString(data) for flags, data in frames if not flags & 0x02]
+    assert events and all(e.version == 1 for e in events), "the deal's events, then the stream waits"
+    end = json.loads(frames[-1][1])
+    assert frames[-1][0] & 0x02 and end["error"]["code"] == "deadline_exceeded", end
+
+
+async def test_the_web_table_is_served_at_the_root(tmp_path: Path) -> None:
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "index.html").write_text("<!doctype html><title>table</title>")
+    (tmp_path / "assets" / "app-1234.js").write_text("console.log('hi')")
+    (tmp_path.parent / "secret.txt").write_text("secret")
+    from gostop.service import http as http_module
+
+    server = Server(config("", http_listen="127.0.0.1:0"))
+    assert server.http is not None
+    server.http.app = http_module.build_app(server.games, server.metrics, server.config,
+                                            server.observer.tracebacks, web=tmp_path)
+    await server.start()
+    try:
+        port = server.http_port
+        status, headers, body = await asyncio.to_thread(request, port, "GET", "/")
+        assert status == 200 and b"<title>table</title>" in body
+        assert headers["content-type"].startswith("text/html") and headers["cache-control"] == "no-cache"
+        assert "default-src 'self'" in headers["content-security-policy"]
+        status, headers, body = await asyncio.to_thread(request, port, "GET", "/assets/app-1234.js")
+        assert status == 200 and "immutable" in headers["cache-control"]
+        assert headers["content-type"].startswith(("text/javascript", "application/javascript"))
+        status, _, body = await asyncio.to_thread(request, port, "GET", "/join/abc")  # the page's own route
+        assert status == 200 and b"<title>table</title>" in body
+        for path in ("/../secret.txt", "/%2e%2e/secret.txt", "/assets/missing.js"):
+            status, _, body = await asyncio.to_thread(request, port, "GET", path)
+            assert status == 404 and b"secret" not in body, path
+    finally:
+        await server.stop(0)
+
+
+async def test_without_a_built_table_the_root_says_how_to_build_it(http_server: Server) -> None:
+    from gostop.service.http import web_root
+
+    status, _, body = await asyncio.to_thread(request, http_server.http_port, "GET", "/")
+    if web_root() is None:
+        assert status == 200 and b"make web" in body
+    else:
+        assert status == 200 and b"<html" in body.lower()
+
+
+async def test_metrics_and_logs_say_the_protocol(capsys: pytest.CaptureFixture[str]) -> None:
+    async with running_http_server(config(""), "grpc-web") as api:
+        await api.stub.ListRuleSets(pb.ListRuleSetsRequest())
+        await expect(api.stub.GetGame(pb.GetGameRequest(game_id="x")), grpc.StatusCode.NOT_FOUND)
+        assert api.server is not None
+        registry = api.server.metrics.registry
+        labels = {"grpc_type": "unary", "grpc_service": "gostop.v1.GameService", "grpc_method": "GetGame",
+                  "protocol": "grpc-web", "grpc_code": "NOT_FOUND"}
+        assert registry.get_sample_value("grpc_server_handled_total", labels) == 1
+        assert registry.get_sample_value("grpc_server_in_flight_calls", {
+            k: v for k, v in labels.items() if k != "grpc_code"}) == 0
+    out = capsys.readouterr().out
+    assert "protocol=grpc-web" in out and "rpc=GetGame" in out
+
+
+async def test_a_port_in_use_is_one_line_naming_the_flag() -> None:
+    port = free_port()
+    first = Server(config("", http_listen=f"127.0.0.1:{port}"))
+    await first.start()
+    try:
+        with pytest.raises(ListenError, match="--http-listen HOST:PORT"):
+            Server(config("", http_listen=f"127.0.0.1:{port}"))
+    finally:
+        await first.stop(0)
+
+
+def test_http_listen_and_cors_origins_are_checked() -> None:
+    for bad in ({"http_listen": "8080"}, {"http_listen": "host:port"}, {"cors_origins": "games.example.com"},
+                {"cors_origins": "https://games.example.com/path"}):
+        with pytest.raises(ValueError):
+            Config(**bad)  # type: ignore[arg-type]
+    assert Config(http_listen="off").http_address() is None
+    assert Config(http_listen="[::1]:8080").http_address() == ("::1", 8080)
+
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_nothing_hidden_reaches_a_browser(protocol: str) -> None:
+    """The secrecy check of the gRPC port (views, turn results, streams, error messages, every seat
+    and a spectator, several presets) over the browsers' protocols."""
+    from reliability.test_secrecy import _grpc_game, check
+
+    rng = random.Random(f"secrecy-{protocol}")
+    async with running_http_server(config(""), protocol) as api:
+        checked = 0
+        for _ in range(3):
+            received, log = await _grpc_game(api, rng, [])
+            checked += check(received, log)
+    assert checked > 100
