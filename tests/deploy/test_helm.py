@@ -6,7 +6,9 @@ API schemas of the oldest and the newest Kubernetes the chart supports (the sche
 package kubernetes-validate; the custom resources against tests/schemas/); values.schema.json
 refuses bad values, one test per rule; the rendered Deployment, Service, probes, settings and alerts
 are compared with what the server really listens on, serves and exports (service/config.py,
-service/server.py, service/metrics.py). The Dockerfile is linted structurally and by hadolint, its
+service/server.py, service/metrics.py); the bot workers' command line is parsed by the parser of
+`gostop bots serve` and their environment resolved as the kubelet would, and the rendered worker
+is run against a server with the chart's settings on a real Redis. The Dockerfile is linted structurally and by hadolint, its
 health probe is run against a real server, and the server is shown to write nothing outside /tmp
 (so that readOnlyRootFilesystem holds).
 
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,11 +41,14 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from prometheus_client import CollectorRegistry
 
 from gostop.service import config as server_config
 from gostop.service.metrics import Metrics
 from gostop.service.server import SERVICE
 from gostop.service.workers import worker_env
+from gostop.tools import botworker
+from gostop.tools.botworker import OUTCOMES, WorkerMetrics
 from gostop.v1 import game_pb2 as pb
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +118,15 @@ ESCAPED_REDIS = EXTERNAL_REDIS.replace(",", "\\,")  # --set splits on unescaped 
 ALL_EXTERNAL = Variant("all-on-external-redis", (ALL_ON,), (f"redis.url={ESCAPED_REDIS}",))
 PRODUCTION = Variant("production", (), (f"redis.url={ESCAPED_REDIS}", "replicaCount=3",
                                        "secrets.tokenSecret=0123456789abcdef0123"))
-VARIANTS = (DEFAULT, ALL, ALL_EXTERNAL, PRODUCTION)
+# Production with bot workers at their defaults (a generated bot key, a fixed replica count) and the
+# NetworkPolicies on an external Redis; and bot workers reading a Secret of the operator's own,
+# which has no chart Secret to read settings from (so it is not among VARIANTS).
+BOTS = Variant("bot-workers", (), (*PRODUCTION.sets, "botWorkers.enabled=true", "networkPolicy.enabled=true",
+                                   "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true"))
+OWN_SECRET_BOTS = Variant("bot-workers-own-secret", (), ("secrets.existingSecret=gostop-secrets",
+                                                        "redis.urlFromSecret=true", "botWorkers.enabled=true"))
+VARIANTS = (DEFAULT, ALL, ALL_EXTERNAL, PRODUCTION, BOTS)
+BOT_WORKERS = f"{FULLNAME}-bot-workers"
 
 
 @functools.cache
@@ -146,6 +160,12 @@ def one(variant: Variant, kind: str, name: str = FULLNAME) -> dict[str, Any]:
 def server_container(variant: Variant) -> dict[str, Any]:
     containers: list[dict[str, Any]] = one(variant, "Deployment")["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["gostop"]
+    return containers[0]
+
+
+def bot_worker_container(variant: Variant) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = one(variant, "Deployment", BOT_WORKERS)["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["bot-worker"]
     return containers[0]
 
 
@@ -276,7 +296,17 @@ def test_generated_token_secret_is_strong() -> None:
     assert server_env(PRODUCTION)["GOSTOP_TOKEN_SECRET"] == "0123456789abcdef0123"
 
 
-@pytest.mark.parametrize("variant", [DEFAULT, ALL, PRODUCTION], ids=lambda v: v.name)
+def test_bot_key_only_when_asked_for_and_generated_strong() -> None:
+    """No bot-worker credential exists unless secrets.botKey sets it or the chart runs bot workers,
+    when it is generated: one strong key (the workers present it as it is, so no comma)."""
+    assert "GOSTOP_BOT_KEYS" not in server_env(DEFAULT) and "GOSTOP_BOT_KEYS" not in server_env(PRODUCTION)
+    generated = server_env(BOTS)["GOSTOP_BOT_KEYS"]
+    assert len(generated) >= 32 and re.fullmatch(r"[A-Za-z0-9]+", generated)
+    assert server_config.load(env=server_env(BOTS)).keys("bot_keys") == (generated,)
+    assert server_env(ALL)["GOSTOP_BOT_KEYS"] == "a-bot-worker-key"
+
+
+@pytest.mark.parametrize("variant", [DEFAULT, ALL, PRODUCTION, BOTS], ids=lambda v: v.name)
 def test_notes_render(variant: Variant, tmp_path: Path) -> None:
     """NOTES.txt (which helm template skips) renders: through tpl, in a copy of the chart."""
     chart = tmp_path / "gostop"
@@ -294,6 +324,9 @@ def test_notes_render(variant: Variant, tmp_path: Path) -> None:
     assert ("token secret was generated" in notes) == (variant == DEFAULT)
     assert ("Tournament: Job" in notes) == (variant == ALL)
     assert ("worker i on port 9464 + i" in notes) == (len(metrics_ports(variant)) > 1)
+    assert (f"Bot workers: Deployment {BOT_WORKERS}" in notes) == (variant in (ALL, BOTS))
+    assert ("2 to 20 pods (HPA on CPU)" in notes) == (variant == ALL)
+    assert ("The bot key (GOSTOP_BOT_KEYS" in notes) == (variant == BOTS), "generated: pin it for offline renders"
 
 
 # One bad value per rule of values.schema.json: (helm arguments, what the error names).
@@ -333,6 +366,23 @@ SCHEMA_RULES = {
     "required value removed": (["--set", "config=null"], "missing property 'config'"),
     "zero workers": (["--set", "config.workers=0"], "/config/workers"),
     "unknown event loop": (["--set", "config.eventLoop=trio"], "/config/eventLoop"),
+    "unknown bot worker mode": (["--set", "config.botWorker=always"], "/config/botWorker"),
+    "bot budget over a minute": (["--set", "config.botBudgetMaxMs=60001"], "/config/botBudgetMaxMs"),
+    "zero bot shards": (["--set", "config.botShards=0"], "/config/botShards"),
+    "plugin named as a built-in bot": (["--set", "config.botPlugins[0]=mcts"], "/config/botPlugins/0"),
+    "plugin not a module path": (["--set", "config.botPlugins[0]=my plugin"], "/config/botPlugins/0"),
+    "remote bot without a port": (["--set", "config.remoteBots.ts=ts-bot"], "/config/remoteBots/ts"),
+    "remote bot port out of range": (["--set", "config.remoteBots.ts=ts-bot:70000"], "/config/remoteBots/ts"),
+    "remote bot name": (["--set", "config.remoteBots.TS=ts-bot:7001"], "invalid propertyName 'TS'"),
+    "bot key with a comma": (["--set", "secrets.botKey=a\\,b"], "/secrets/botKey"),
+    "zero bot worker concurrency": (["--set", "botWorkers.concurrency=0"], "/botWorkers/concurrency"),
+    "bot worker metrics port": (["--set", "botWorkers.metricsPort=0"], "/botWorkers/metricsPort"),
+    "bot worker replicas as a string": (["--set-string", "botWorkers.replicas=two"], "/botWorkers/replicas"),
+    "bot worker cpu target over 100": (["--set", "botWorkers.autoscaling.targetCPUUtilizationPercentage=101"],
+                                       "/botWorkers/autoscaling/targetCPUUtilizationPercentage"),
+    "unknown bot worker key": (["--set", "botWorkers.image=other"], "additional properties 'image' not allowed"),
+    "fallback ratio over 1": (["--set", "metrics.prometheusRule.botFallbackRatio=2"],
+                              "/metrics/prometheusRule/botFallbackRatio"),
 }
 
 
@@ -358,6 +408,18 @@ TEMPLATE_RULES = {
                                                 "--set", "ports.grpc=9466"], "ports.grpc (9466) is among"),
     "worker metrics ports past 65535": (["--set", f"redis.url={ESCAPED_REDIS}", "--set", "config.workers=3",
                                         "--set", "ports.metrics=65534"], "go past 65535"),
+    # A bot worker takes turns from Redis only (with the memory store the server plays bot seats).
+    "bot workers on the memory store": (["--set", "botWorkers.enabled=true"], "botWorkers.enabled needs Redis"),
+    "bot worker autoscaling bounds": (["--set", f"redis.url={ESCAPED_REDIS}", "--set", "botWorkers.enabled=true",
+                                      "--set", "botWorkers.autoscaling.enabled=true",
+                                      "--set", "botWorkers.autoscaling.minReplicas=4",
+                                      "--set", "botWorkers.autoscaling.maxReplicas=2"],
+                                     "botWorkers.autoscaling.minReplicas"),
+    "default bot budget above the maximum": (["--set", "config.botBudgetMs=3000"], "config.botBudgetMs (3000)"),
+    # Regression: the URL went into the chart's Secret, which an existing Secret replaces, so the
+    # server silently ran the memory store (and the workers had no Redis).
+    "redis url with an existing secret": (["--set", "secrets.existingSecret=mine", "--set",
+                                          "redis.url=redis://redis:6379/0"], "set redis.urlFromSecret=true instead"),
 }
 
 
@@ -384,6 +446,9 @@ def test_settings_are_real_and_accepted_by_the_server(variant: Variant) -> None:
         assert config.redis_url == f"redis://{FULLNAME}-redis:6379/0"
         assert config.keys("api_keys") == ("api-key-one", "api-key-two")
         assert config.keys("operator_keys") == ("operator-key-one",)
+        assert config.keys("bot_plugins") == ("example_bots.strong:StrongBot", "clever")
+        assert config.remote_bot_addresses() == {"go": "[fd00::12]:7002", "ts": "ts-bot.bots.svc:7001"}
+        assert (config.bot_shards, config.bot_claim_idle_ms, config.bot_budget_ms) == (16, 20000, 300)
     if variant == DEFAULT:
         assert config.redis_url == "", "the defaults run the memory store (one replica)"
 
@@ -391,10 +456,11 @@ def test_settings_are_real_and_accepted_by_the_server(variant: Variant) -> None:
 def test_every_setting_is_configurable_by_the_chart() -> None:
     provided = set().union(*(server_env(v) for v in VARIANTS))
     assert set(SETTINGS) <= provided, f"settings the chart cannot set: {set(SETTINGS) - provided}"
+    secrets = {"GOSTOP_TOKEN_SECRET", "GOSTOP_API_KEYS", "GOSTOP_OPERATOR_KEYS", "GOSTOP_BOT_KEYS"}
     secret_keys = set().union(*(one(v, "Secret").get("data", {}) for v in VARIANTS))
-    assert {"GOSTOP_TOKEN_SECRET", "GOSTOP_API_KEYS", "GOSTOP_OPERATOR_KEYS"} <= secret_keys
-    config_map_keys = set().union(*(one(v, "ConfigMap")["data"] for v in VARIANTS))
-    assert not config_map_keys & {"GOSTOP_TOKEN_SECRET", "GOSTOP_API_KEYS", "GOSTOP_OPERATOR_KEYS"}
+    assert secrets <= secret_keys
+    config_map_keys = set().union(*(one(v, "ConfigMap")["data"] for v in (*VARIANTS, OWN_SECRET_BOTS)))
+    assert not config_map_keys & secrets
 
 
 def test_default_settings_follow_the_server_defaults() -> None:
@@ -444,7 +510,8 @@ def test_ports_and_probes_match_the_server(variant: Variant) -> None:
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
 def test_restricted_pod_security(variant: Variant) -> None:
-    pods = [one(variant, "Deployment")["spec"]["template"]["spec"]]
+    pods = [deployment["spec"]["template"]["spec"] for deployment in objects(variant, "Deployment")]
+    assert len(pods) == (2 if variant in (ALL, ALL_EXTERNAL, BOTS) else 1), "the server, and the bot workers"
     pods += [job["spec"]["template"]["spec"] for job in objects(variant, "Job")]
     uid, gid = dockerfile_user()
     for pod in pods:
@@ -473,28 +540,47 @@ def test_termination_grace_outlasts_the_drain(variant: Variant) -> None:
     assert pod["terminationGracePeriodSeconds"] > drain + float(pre_stop[1])
 
 
+def component(obj: dict[str, Any]) -> str:
+    """The app.kubernetes.io/component label of an object: server, bot-worker, redis, tournament."""
+    label: str = obj["metadata"]["labels"]["app.kubernetes.io/component"]
+    return label
+
+
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
 def test_selectors_and_references_agree(variant: Variant) -> None:
     deployment = one(variant, "Deployment")
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     selector = deployment["spec"]["selector"]["matchLabels"]
     assert selector.items() <= pod_labels.items()
+    # Each object of the server or of the bot workers selects its own Deployment's pods, by name.
+    deployments = {d["metadata"]["name"]: d for d in objects(variant, "Deployment")}
+    owner = {"server": FULLNAME, "bot-worker": BOT_WORKERS}
+    for name, d in deployments.items():
+        assert d["spec"]["selector"]["matchLabels"].items() <= d["spec"]["template"]["metadata"]["labels"].items()
+        assert owner[component(d)] == name
+    selectors = {c: deployments[n]["spec"]["selector"]["matchLabels"] for c, n in owner.items() if n in deployments}
+    assert selectors.get("bot-worker") != selector, "the server's objects never select the workers"
     for service in objects(variant, "Service"):
         if service["metadata"]["name"].startswith(FULLNAME + "-redis"):
             continue
-        assert service["spec"]["selector"] == selector
+        assert service["spec"]["selector"] == selectors[component(service)]
     for pdb in objects(variant, "PodDisruptionBudget"):
-        assert pdb["spec"]["selector"]["matchLabels"] == selector
+        assert pdb["spec"]["selector"]["matchLabels"] == selectors[component(pdb)]
+        assert pdb["metadata"]["name"] == owner[component(pdb)]
     for hpa in objects(variant, "HorizontalPodAutoscaler"):
-        assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": FULLNAME}
-        assert "replicas" not in deployment["spec"], "the HPA owns the replica count"
+        target = owner[component(hpa)]
+        assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": target}
+        assert "replicas" not in deployments[target]["spec"], "the HPA owns the replica count"
     service = one(variant, "Service")
     ports = {p["name"]: p["port"] for p in service["spec"]["ports"]}
     for monitor in objects(variant, "ServiceMonitor"):
-        assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
-        # Every worker's metrics port is scraped, each as a target of its own.
-        assert [e["port"] for e in monitor["spec"]["endpoints"]] == list(metrics_ports(variant))
-        assert {e["port"] for e in monitor["spec"]["endpoints"]} <= set(ports)
+        monitored = one(variant, "Service", owner[component(monitor)])
+        assert monitor["metadata"]["name"] == monitored["metadata"]["name"], "the job label the alerts select"
+        assert monitor["spec"]["selector"]["matchLabels"].items() <= monitored["metadata"]["labels"].items()
+        assert {e["port"] for e in monitor["spec"]["endpoints"]} <= {p["name"] for p in monitored["spec"]["ports"]}
+        if component(monitor) == "server":
+            # Every worker's metrics port is scraped, each as a target of its own.
+            assert [e["port"] for e in monitor["spec"]["endpoints"]] == list(metrics_ports(variant))
     for route in objects(variant, "GRPCRoute"):
         backends = [b for rule in route["spec"]["rules"] for b in rule["backendRefs"]]
         assert backends == [{"name": FULLNAME, "port": ports["grpc"]}]
@@ -503,7 +589,12 @@ def test_selectors_and_references_agree(variant: Variant) -> None:
         backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
         assert backend == {"name": FULLNAME, "port": {"name": "grpc"}}
     for policy in objects(variant, "NetworkPolicy"):
-        assert policy["spec"]["podSelector"]["matchLabels"] == selector
+        assert policy["spec"]["podSelector"]["matchLabels"] == selectors[component(policy)]
+        assert policy["metadata"]["name"] == owner[component(policy)]
+        egress_ports = {p["port"] for rule in policy["spec"]["egress"] for p in rule["ports"]}
+        assert 53 in egress_ports and 6379 in egress_ports
+        if component(policy) != "server":
+            continue
         container_ports = {p["name"] for p in server_container(variant)["ports"]}
         assert {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]} == container_ports
         peers = policy["spec"]["ingress"][0]["from"]
@@ -511,8 +602,6 @@ def test_selectors_and_references_agree(variant: Variant) -> None:
             job_labels = job["spec"]["template"]["metadata"]["labels"]
             assert any(p.get("podSelector", {}).get("matchLabels", {None: None}).items() <= job_labels.items()
                        for p in peers if "namespaceSelector" not in p), "the tournament may call the server"
-        egress_ports = {p["port"] for rule in policy["spec"]["egress"] for p in rule["ports"]}
-        assert 53 in egress_ports and 6379 in egress_ports
     env = server_env(variant)
     if env.get("GOSTOP_REDIS_URL", "").startswith(f"redis://{FULLNAME}-redis:"):
         redis = one(variant, "Service", f"{FULLNAME}-redis")
@@ -572,12 +661,247 @@ def test_tournament_job_calls_the_service() -> None:
     assert set(credentials["data"]) == {"api-key", "operator-key"}
 
 
+# --- the bot workers -----------------------------------------------------------------------------
+
+
+def worker_reads() -> set[str]:
+    """The environment variables `gostop bots serve` reads: its own (gostop.tools.botworker) and the
+    server's settings, which it loads with service/config.py."""
+    source = Path(botworker.__file__).read_text()
+    own = set(re.findall(r'os\.environ\.get\("(GOSTOP_\w+)"', source))
+    assert {"GOSTOP_BOT_KEY", "GOSTOP_SERVER", "GOSTOP_METRICS_PORT"} <= own
+    return own | set(SETTINGS)
+
+
+def resolved_env(variant: Variant, container: dict[str, Any]) -> dict[str, str]:
+    """A container's environment as the kubelet builds it from the rendered ConfigMap and Secret."""
+    config_map = one(variant, "ConfigMap")["data"]
+    secrets = {s["metadata"]["name"]: s.get("data", {}) for s in objects(variant, "Secret")}
+    env: dict[str, str] = {}
+    for entry in container["env"]:
+        source = entry.get("valueFrom", {})
+        if "configMapKeyRef" in source:
+            assert source["configMapKeyRef"]["name"] == FULLNAME
+            env[entry["name"]] = config_map[source["configMapKeyRef"]["key"]]
+        elif "secretKeyRef" in source:
+            ref = source["secretKeyRef"]
+            env[entry["name"]] = base64.b64decode(secrets[ref["name"]][ref["key"]]).decode()
+        else:
+            env[entry["name"]] = entry["value"]
+    return env
+
+
+def worker_args(container: dict[str, Any]) -> argparse.Namespace:
+    """The worker container's command line, parsed by the real parser of `gostop bots serve`."""
+    assert container["command"] == ["gostop"] and container["args"][:2] == ["bots", "serve"]
+    parser = argparse.ArgumentParser()
+    botworker.add_arguments(parser)
+    return parser.parse_args(container["args"][1:])
+
+
+@pytest.mark.parametrize("variant", [ALL, ALL_EXTERNAL, BOTS], ids=lambda v: v.name)
+def test_bot_worker_command_line_and_env_match_the_cli(variant: Variant) -> None:
+    container = bot_worker_container(variant)
+    args = worker_args(container)
+    service = one(variant, "Service")
+    grpc_port = next(p["port"] for p in service["spec"]["ports"] if p["name"] == "grpc")
+    assert args.server == f"{service['metadata']['name']}.{NAMESPACE}.svc:{grpc_port}"
+    values_concurrency = 2 if variant in (ALL, ALL_EXTERNAL) else 1
+    assert args.concurrency == values_concurrency
+    # The metrics endpoint: on the pod's address, on the container port the probes, the Service and
+    # the ServiceMonitor name.
+    assert args.metrics_host in ("0.0.0.0", "::")
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"metrics": args.metrics_port} and args.metrics_port == (9475 if variant != BOTS else 9465)
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/metrics", "port": "metrics"}
+    worker_service = one(variant, "Service", BOT_WORKERS)
+    assert worker_service["spec"]["clusterIP"] == "None"
+    assert [(p["name"], p["port"], p["targetPort"]) for p in worker_service["spec"]["ports"]] == [
+        ("metrics", args.metrics_port, "metrics")]
+    # The environment: only variables the worker reads (besides extraEnv), none of the server's
+    # secrets: its key and the Redis URL come one by one, never by envFrom.
+    assert "envFrom" not in container
+    extra = {"EXTRA_BOT_SETTING"} if variant in (ALL, ALL_EXTERNAL) else set()
+    names = [e["name"] for e in container["env"]]
+    assert len(names) == len(set(names))
+    assert set(names) - extra <= worker_reads(), set(names) - extra - worker_reads()
+    env = resolved_env(variant, container)
+    server = server_config.load(env=server_env(variant))
+    worker = server_config.load(env=env)  # as `gostop bots serve` loads it
+    assert env["GOSTOP_BOT_KEY"] in server.keys("bot_keys") and "," not in env["GOSTOP_BOT_KEY"]
+    assert worker.redis_url == server.redis_url != ""
+    for name in ("bot_shards", "bot_claim_idle_ms", "bot_plugins", "remote_bots", "log_format", "log_level"):
+        assert getattr(worker, name) == getattr(server, name), name
+    assert worker.token_secret == "" and worker.api_keys == worker.operator_keys == ""
+    # TLS (all-on): the worker trusts the CA of the server's certificate Secret, and nothing else of it
+    # is mounted (the server's private key stays out).
+    pod = one(variant, "Deployment", BOT_WORKERS)["spec"]["template"]["spec"]
+    if "GOSTOP_TLS_CERT" in server_env(variant):
+        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        volume = next(v for v in pod["volumes"] if v["name"] in mounts and "secret" in v)
+        assert volume["secret"]["secretName"] == "gostop-tls"
+        assert volume["secret"]["items"] == [{"key": "ca.crt", "path": "ca.crt"}]
+        assert args.tls_ca == f"{mounts[volume['name']]}/ca.crt"
+    else:
+        assert args.tls_ca is None and not args.tls
+    # A CPU request (the HPA's base) and no CPU limit (a throttled bot would overrun its budget).
+    resources = container["resources"]
+    assert "cpu" in resources["requests"] and "cpu" not in resources.get("limits", {})
+
+
+def test_bot_workers_use_the_operators_own_secret() -> None:
+    """With secrets.existingSecret the chart makes no Secret; the workers read GOSTOP_BOT_KEYS and
+    GOSTOP_REDIS_URL of the operator's Secret, the server takes it whole (envFrom), and neither key
+    is in the ConfigMap."""
+    assert not objects(OWN_SECRET_BOTS, "Secret")
+    env = {e["name"]: e.get("valueFrom") for e in bot_worker_container(OWN_SECRET_BOTS)["env"]}
+    assert env["GOSTOP_BOT_KEY"] == {"secretKeyRef": {"name": "gostop-secrets", "key": "GOSTOP_BOT_KEYS"}}
+    assert env["GOSTOP_REDIS_URL"] == {"secretKeyRef": {"name": "gostop-secrets", "key": "GOSTOP_REDIS_URL"}}
+    assert {"secretRef": {"name": "gostop-secrets"}} in server_container(OWN_SECRET_BOTS)["envFrom"]
+    assert not {"GOSTOP_BOT_KEYS", "GOSTOP_REDIS_URL"} & set(one(OWN_SECRET_BOTS, "ConfigMap")["data"])
+
+
+def test_in_chart_redis_url_reaches_the_workers_from_the_config_map() -> None:
+    env = {e["name"]: e.get("valueFrom") for e in bot_worker_container(ALL)["env"]}
+    assert env["GOSTOP_REDIS_URL"] == {"configMapKeyRef": {"name": FULLNAME, "key": "GOSTOP_REDIS_URL"}}
+    assert resolved_env(ALL, bot_worker_container(ALL))["GOSTOP_REDIS_URL"] == f"redis://{FULLNAME}-redis:6379/0"
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_server_keeps_its_bot_worker_setting_with_bot_workers(variant: Variant) -> None:
+    """The chart runs the workers beside the server and leaves GOSTOP_BOT_WORKER as set: auto by
+    default, so a server on Redis runs no worker of its own."""
+    expected = "off" if variant in (ALL, ALL_EXTERNAL) else "auto"  # all-on.yaml sets off
+    assert server_env(variant)["GOSTOP_BOT_WORKER"] == expected
+    assert bool(objects(variant, "Deployment")[1:]) == (variant in (ALL, ALL_EXTERNAL, BOTS))
+
+
+@pytest.mark.parametrize("variant", [ALL, ALL_EXTERNAL, BOTS], ids=lambda v: v.name)
+def test_bot_worker_network_policies(variant: Variant) -> None:
+    """The workers may reach the server's gRPC port, Redis and DNS (and extraEgress: the remote
+    bots), nothing else; only Prometheus reaches their metrics port; the server admits their calls."""
+    policy = one(variant, "NetworkPolicy", BOT_WORKERS)["spec"]
+    server_policy = one(variant, "NetworkPolicy")["spec"]
+    worker_labels = one(variant, "Deployment", BOT_WORKERS)["spec"]["template"]["metadata"]["labels"]
+    server_labels = one(variant, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    [ingress] = policy["ingress"]
+    assert ingress["ports"] == [{"port": "metrics", "protocol": "TCP"}]
+    assert ingress["from"] == server_policy["ingress"][1]["from"], "the server's Prometheus peers"
+    grpc_port = int(server_env(variant)["GOSTOP_LISTEN"].rpartition(":")[2])
+    egress = policy["egress"]
+    to_server = egress[0]
+    assert to_server["ports"] == [{"port": grpc_port, "protocol": "TCP"}]
+    [peer] = to_server["to"]
+    assert peer["podSelector"]["matchLabels"].items() <= server_labels.items() and "namespaceSelector" not in peer
+    # DNS and Redis exactly as the server's own egress.
+    assert egress[1:3] == server_policy["egress"]
+    values_extra = 2 if variant in (ALL, ALL_EXTERNAL) else 0
+    assert len(egress) == 3 + values_extra
+    if values_extra:
+        assert [r["ports"][0]["port"] for r in egress[3:]] == [7001, 7002], "all-on.yaml's remote-bot egress"
+    redis_ports = {p["port"] for p in egress[2]["ports"]}
+    assert redis_ports == ({6379} if variant == ALL else {6379, 26379})
+    callers = server_policy["ingress"][0]
+    assert callers["ports"] == [{"port": "grpc", "protocol": "TCP"}]
+    assert any("namespaceSelector" not in p and p["podSelector"]["matchLabels"].items() <= worker_labels.items()
+               for p in callers["from"]), "the server admits the workers' calls"
+
+
+def test_bot_worker_autoscaler_and_disruption_budget() -> None:
+    hpa = one(ALL, "HorizontalPodAutoscaler", BOT_WORKERS)
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": BOT_WORKERS}
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 20)
+    assert hpa["spec"]["metrics"] == [{"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 75}}}]
+    assert hpa["spec"]["behavior"] == {"scaleDown": {"stabilizationWindowSeconds": 120}}
+    assert "replicas" not in one(ALL, "Deployment", BOT_WORKERS)["spec"]
+    assert one(ALL, "PodDisruptionBudget", BOT_WORKERS)["spec"]["maxUnavailable"] == "25%"
+    # Without the HPA: the values' replica count, and the defaults' budget.
+    assert not [h for h in objects(BOTS, "HorizontalPodAutoscaler") if h["metadata"]["name"] == BOT_WORKERS]
+    assert one(BOTS, "Deployment", BOT_WORKERS)["spec"]["replicas"] == 2
+    assert one(BOTS, "PodDisruptionBudget", BOT_WORKERS)["spec"]["maxUnavailable"] == 1
+
+
+def test_bot_worker_metrics_are_scraped() -> None:
+    """A ServiceMonitor endpoint for the workers' metrics port, configured as the server's."""
+    for variant in (ALL, BOTS):
+        monitor = one(variant, "ServiceMonitor", BOT_WORKERS)
+        server_endpoint = one(variant, "ServiceMonitor")["spec"]["endpoints"][0]
+        [endpoint] = monitor["spec"]["endpoints"]
+        assert endpoint == {**server_endpoint, "port": "metrics"}
+        assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    assert one(ALL, "ServiceMonitor", BOT_WORKERS)["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+def test_bot_workers_take_turns_as_the_chart_runs_them(tmp_path: Path) -> None:
+    """The rendered worker, run for real: its command line and environment (addresses swapped for
+    loopback ones) against a server with the chart's settings on a real Redis play a bot-seat game;
+    its probe's path answers on its metrics port with the decisions counted; SIGTERM stops it
+    cleanly (exit 0)."""
+    from testkit.redis_server import RedisServer
+
+    container = bot_worker_container(BOTS)
+    env = resolved_env(BOTS, container)
+    chart_server_env = server_env(BOTS)
+    assert env["GOSTOP_REDIS_URL"] == chart_server_env["GOSTOP_REDIS_URL"]
+    metrics_port = free_port()
+    probe = container["livenessProbe"]["httpGet"]
+    assert container["ports"][0]["name"] == probe["port"]
+    with RedisServer() as redis:
+        server = start_server(tmp_path, {**chart_server_env, "GOSTOP_REDIS_URL": redis.url})
+        args = list(container["args"])
+        for flag, value in (("--server", f"127.0.0.1:{server.port}"), ("--metrics-port", str(metrics_port)),
+                            ("--metrics-host", "127.0.0.1")):
+            args[args.index(flag) + 1] = value
+        log = tmp_path / "worker.log"
+        variables = {"PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent", "TMPDIR": str(tmp_path),
+                     "PYTHONDONTWRITEBYTECODE": "1", **env, "GOSTOP_REDIS_URL": redis.url}
+        with log.open("wb") as out:
+            worker = subprocess.Popen([sys.executable, "-m", "gostop", *args], cwd=tmp_path, env=variables,
+                                      stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                create = channel.unary_unary(f"/{SERVICE}/CreateGame", pb.CreateGameRequest.SerializeToString,
+                                             pb.CreateGameResponse.FromString)
+                get = channel.unary_unary(f"/{SERVICE}/GetGame", pb.GetGameRequest.SerializeToString,
+                                          pb.GetGameResponse.FromString)
+                request = pb.CreateGameRequest(preset="standard", players=2, seed=11)
+                request.bot_seats.add(seat=0, bot="greedy")
+                request.bot_seats.add(seat=1, bot="greedy")
+                game_id = create(request, timeout=30).game_id
+                deadline = time.monotonic() + 120
+                while get(pb.GetGameRequest(game_id=game_id), timeout=30).view.version < 6:
+                    assert worker.poll() is None, f"the worker exited:\n{log.read_text()}"
+                    assert time.monotonic() < deadline, f"the bots did not move:\n{log.read_text()}"
+                    time.sleep(0.1)
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}{probe['path']}", timeout=30) as answer:
+                assert answer.status == 200
+                body = answer.read().decode()
+            assert 'gostop_bot_decisions_total{bot="greedy",outcome="ok"}' in body
+            assert "gostop_bot_turns_pending" in body
+        finally:
+            if worker.poll() is None:
+                worker.send_signal(signal.SIGTERM)
+            try:
+                code = worker.wait(timeout=60)
+            finally:
+                if worker.poll() is None:
+                    worker.kill()
+            assert stop_server(server) == 0
+        assert code == 0, f"the worker did not stop cleanly on SIGTERM:\n{log.read_text()}"
+    assert '"bot decision"' in log.read_text() and '"bot worker serving"' in log.read_text()
+
+
 # --- alerts ------------------------------------------------------------------------------------
 
 
-def exported_series() -> set[str]:
+def exported_series(registry: CollectorRegistry | None = None) -> set[str]:
+    """The series names the server exports (or those of ``registry``), and ``up``."""
     names = {"up"}
-    for family in Metrics().registry.collect():
+    for family in (registry or Metrics().registry).collect():
         if family.type == "counter":
             names.add(family.name + "_total")
         elif family.type == "histogram":
@@ -587,28 +911,46 @@ def exported_series() -> set[str]:
     return names
 
 
-def test_alerts_are_valid_promql_over_exported_metrics() -> None:
-    rules = [r for g in one(ALL, "PrometheusRule")["spec"]["groups"] for r in g["rules"]]
+@pytest.mark.parametrize("variant", [ALL, BOTS], ids=lambda v: v.name)
+def test_alerts_are_valid_promql_over_exported_metrics(variant: Variant) -> None:
+    """Every alert parses as PromQL and reads series its target exports, under the job label its
+    ServiceMonitor gives: the server's, or the bot workers' (gostop.tools.botworker.WorkerMetrics)."""
+    rules = [r for g in one(variant, "PrometheusRule")["spec"]["groups"] for r in g["rules"]]
     alerts = {r["alert"] for r in rules}
-    expected = {"GostopHighErrorRatio", "GostopHighLatencyP99", "GostopVersionConflicts", "GostopStoreUnavailable"}
+    expected = {"GostopHighErrorRatio", "GostopHighLatencyP99", "GostopVersionConflicts", "GostopStoreUnavailable",
+                "GostopBotTurnsStuck", "GostopBotWorkersDown", "GostopBotFallbackDecisions"}
     assert expected <= alerts
     expressions = [r["expr"] for r in rules]
     code = ("import json, sys, promql_parser\n"
             "for e in json.load(sys.stdin): promql_parser.parse(e)\n")
     result = run([tool(TOOLS_PYTHON), "-c", code], stdin=json.dumps(expressions))
     assert result.returncode == 0, f"an alert is not valid PromQL: {result.stderr}"
-    exported = exported_series()
+    worker_registry = CollectorRegistry()
+    WorkerMetrics(worker_registry)
+    exported = {"server": (exported_series(), FULLNAME), "bot worker": (exported_series(worker_registry), BOT_WORKERS)}
     codes = {c.name for c in grpc.StatusCode}
     for rule in rules:
         if rule["alert"] == "GostopNoGamesCreated":  # all-on's additional rule
             continue
         expr = rule["expr"]
         used = set(re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{", expr))
-        assert used and used <= exported, f"{rule['alert']}: {used - exported} is not exported by the server"
-        assert f'job="{FULLNAME}", namespace="{NAMESPACE}"' in expr, "the ServiceMonitor's job label"
+        target = "bot worker" if rule["alert"].startswith("GostopBot") else "server"
+        series, job = exported[target]
+        assert used and used <= series, f"{rule['alert']}: {used - series} is not exported by the {target}"
+        assert f'job="{job}", namespace="{NAMESPACE}"' in expr, "the ServiceMonitor's job label"
         for values in re.findall(r'grpc_code=~?"([^"]+)"', expr):
             assert set(values.split("|")) <= codes, values
         assert rule["labels"]["severity"] in ("critical", "warning")
+    # The workers' alerts: a backlog older than 4 claim times (no worker takes turns, nor claims
+    # them again); the fallback's outcomes, which are the worker's own.
+    stuck = next(r for r in rules if r["alert"] == "GostopBotTurnsStuck")
+    claim_seconds = int(server_env(variant)["GOSTOP_BOT_CLAIM_IDLE_MS"]) / 1000
+    assert re.search(r"max by \(namespace, job\) \(gostop_bot_turn_oldest_seconds\{", stuck["expr"])
+    assert float(stuck["expr"].rsplit(">", 1)[1]) == 4 * claim_seconds
+    fallback = next(r for r in rules if r["alert"] == "GostopBotFallbackDecisions")["expr"]
+    [failed] = re.findall(r'outcome=~"([^"]+)"', fallback)
+    assert set(failed.split("|")) == set(OUTCOMES) - {"ok", "stale"}
+    assert 'outcome!="stale"' in fallback and "stale" in OUTCOMES
     server_source = (ROOT / "service" / "server.py").read_text()
     assert '"unary"' in server_source, "the latency alert selects grpc_type=\"unary\""
 

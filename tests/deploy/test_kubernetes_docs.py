@@ -6,8 +6,9 @@ rollback line did not parse in a shell. Here each ```` ```sh ```` block runs in 
 (``set -euo pipefail``) from the repository root, with:
 
 - ``helm`` real, except that ``install`` and ``upgrade`` render with ``helm template`` (an upgrade
-  with ``--reuse-values`` reuses the install's values, as helm would) and ``history`` and
-  ``rollback`` are recorded: there is no cluster to talk to;
+  with ``--reuse-values`` reuses the install's values, as helm would; each upgrade's render is kept,
+  ``upgrade-<n>.yaml``, and the last is ``upgrade.yaml``) and ``history`` and ``rollback`` are
+  recorded: there is no cluster to talk to;
 - ``kubectl``, ``docker``, ``grpcurl`` and ``curl`` stand-ins that record their calls (and the keys
   of a ``kubectl create secret``), since they need a cluster or a registry.
 
@@ -49,7 +50,9 @@ case "$1" in
         *) args+=("$a") ;;
       esac
     done
-    exec "$REAL_HELM" template "$name" "$chart" "${args[@]}" > "$state/upgrade.yaml" ;;
+    n=$(find "$state" -name 'upgrade-*.yaml' | wc -l)
+    "$REAL_HELM" template "$name" "$chart" "${args[@]}" > "$state/upgrade-$n.yaml"
+    cp "$state/upgrade-$n.yaml" "$state/upgrade.yaml" ;;
   history|rollback) echo "helm $*" >> "$state/calls.log" ;;
   *) exec "$REAL_HELM" "$@" ;;
 esac
@@ -69,6 +72,24 @@ exit 0
 
 
 def sh_blocks(text: str) -> list[tuple[int, str]]:
+    return fenced_blocks(text, "sh")
+
+
+def manifests(path: Path) -> list[dict[str, Any]]:
+    result = subprocess.run([str(TOOLS_PYTHON), "-c", "import json, sys, yaml; "
+                             "json.dump([d for d in yaml.safe_load_all(sys.stdin) if d], sys.stdout)"],
+                            input=path.read_text(), capture_output=True, text=True, check=True)
+    docs: list[dict[str, Any]] = json.loads(result.stdout)
+    return docs
+
+
+def one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    [found] = [d for d in docs if d["kind"] == kind and name in (None, d["metadata"]["name"])]
+    return found
+
+
+def fenced_blocks(text: str, language: str) -> list[tuple[int, str]]:
+    """The fenced blocks of ``text`` in ``language``: (first line number, body)."""
     out, lines, i = [], text.splitlines(), 0
     while i < len(lines):
         m = FENCE.match(lines[i])
@@ -80,23 +101,20 @@ def sh_blocks(text: str) -> list[tuple[int, str]]:
         while lines[i].rstrip() != "```":
             body.append(lines[i])
             i += 1
-        if m.group(1) == "sh":
+        if m.group(1) == language:
             out.append((start, "\n".join(body) + "\n"))
         i += 1
     return out
 
 
-def manifests(path: Path) -> list[dict[str, Any]]:
+def yaml_documents(text: str) -> list[Any]:
+    """The documents of every ```` ```yaml ```` block of ``text`` (parsed by the tools venv's PyYAML)."""
+    blocks = [body for _, body in fenced_blocks(text, "yaml")]
     result = subprocess.run([str(TOOLS_PYTHON), "-c", "import json, sys, yaml; "
-                             "json.dump([d for d in yaml.safe_load_all(sys.stdin) if d], sys.stdout)"],
-                            input=path.read_text(), capture_output=True, text=True, check=True)
-    docs: list[dict[str, Any]] = json.loads(result.stdout)
-    return docs
-
-
-def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    [found] = [d for d in docs if d["kind"] == kind]
-    return found
+                             "json.dump([list(yaml.safe_load_all(b)) for b in json.load(sys.stdin)], sys.stdout)"],
+                            input=json.dumps(blocks), capture_output=True, text=True, check=True)
+    parsed: list[list[Any]] = json.loads(result.stdout)
+    return [doc for block in parsed for doc in block if doc]
 
 
 def test_every_command_block_runs(tmp_path: Path) -> None:
@@ -131,12 +149,74 @@ def test_every_command_block_runs(tmp_path: Path) -> None:
     keys = set((state / "secret-keys").read_text().split())
     assert {"GOSTOP_TOKEN_SECRET", "GOSTOP_REDIS_URL", "GOSTOP_API_KEYS", "GOSTOP_OPERATOR_KEYS"} <= keys
 
+    # The bot workers' upgrade: the key the page adds to the operator's Secret, read by the server
+    # (envFrom) and by the workers (secretKeyRef) from that Secret, the Redis URL from the same
+    # Secret, and the HPA asked for.
+    renders = sorted(state.glob("upgrade-*.yaml"))
+    assert len(renders) >= 2, "the bot-worker upgrade and the upgrade of the Upgrade section"
+    with_workers = [docs for docs in map(manifests, renders)
+                    if any(d["kind"] == "Deployment" and d["metadata"]["name"] == "gostop-bot-workers" for d in docs)]
+    assert len(with_workers) >= 1
+    bots = with_workers[0]
+    assert one(bots, "Deployment", "gostop")["spec"]["replicas"] == 3, "--reuse-values kept the install's values"
+    worker = one(bots, "Deployment", "gostop-bot-workers")["spec"]["template"]["spec"]["containers"][0]
+    sources = {e["name"]: e.get("valueFrom") for e in worker["env"]}
+    assert sources["GOSTOP_BOT_KEY"] == {"secretKeyRef": {"name": "gostop", "key": "GOSTOP_BOT_KEYS"}}
+    assert sources["GOSTOP_REDIS_URL"] == {"secretKeyRef": {"name": "gostop", "key": "GOSTOP_REDIS_URL"}}
+    assert "envFrom" not in worker, "the workers get their two secrets, not the token secret and API keys"
+    hpa = one(bots, "HorizontalPodAutoscaler", "gostop-bot-workers")
+    assert hpa["spec"]["maxReplicas"] == 20 and "replicas" not in one(bots, "Deployment", "gostop-bot-workers")["spec"]
+    patch = next(line for line in (state / "calls.log").read_text().splitlines() if " patch secret gostop " in line)
+    assert re.search(r'"GOSTOP_BOT_KEYS": "[0-9a-f]{48}"', patch), patch
+    assert "kubectl -n games rollout restart deploy/gostop" in (state / "calls.log").read_text(), \
+        "the server reads the new key at start: a Secret of your own is not watched"
+
     # The upgrade keeps those values and changes the image tag.
-    upgraded = one(manifests(state / "upgrade.yaml"), "Deployment")
+    upgraded = one(manifests(state / "upgrade.yaml"), "Deployment", "gostop")
     assert upgraded["spec"]["replicas"] == 3
     assert upgraded["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example.com/gostop:0.2.0"
     calls = (state / "calls.log").read_text()
     assert "helm rollback gostop 1 -n games" in calls and "kubectl -n games create secret generic gostop" in calls
+
+
+def test_the_keda_example_scales_the_charts_workers_on_the_queue(tmp_path: Path) -> None:
+    """The page's KEDA ScaledObject (an example) targets the chart's worker Deployment for the
+    page's release, queries a gauge the workers export, under the job label their ServiceMonitor
+    gives, as valid PromQL; and the values the page gives leave the replica count to it."""
+    from prometheus_client import CollectorRegistry
+
+    from gostop.tools.botworker import WorkerMetrics
+
+    [scaled] = [d for d in yaml_documents(DOC.read_text()) if d.get("kind") == "ScaledObject"]
+    args = ["--namespace", "games", "--set", "redis.url=redis://redis:6379/0", "--set", "botWorkers.enabled=true",
+            "--set", "metrics.serviceMonitor.enabled=true", "--set", "botWorkers.autoscaling.enabled=false",
+            "--set", "botWorkers.replicas=null"]
+    rendered = subprocess.run([str(HELM), "template", "gostop", str(ROOT / "helm/gostop"), *args],
+                              capture_output=True, text=True, timeout=60, check=True).stdout
+    (tmp_path / "render.yaml").write_text(rendered)
+    docs = manifests(tmp_path / "render.yaml")
+    deployment = one(docs, "Deployment", scaled["spec"]["scaleTargetRef"]["name"])
+    assert deployment["metadata"]["labels"]["app.kubernetes.io/component"] == "bot-worker"
+    assert "replicas" not in deployment["spec"], "KEDA owns the replica count"
+    assert not [d for d in docs if d["kind"] == "HorizontalPodAutoscaler"]
+    assert scaled["metadata"]["namespace"] == "games"
+    [trigger] = scaled["spec"]["triggers"]
+    assert trigger["type"] == "prometheus"
+    query = trigger["metadata"]["query"]
+    registry = CollectorRegistry()
+    WorkerMetrics(registry)
+    gauges = {f.name for f in registry.collect() if f.type == "gauge"}
+    metric = re.match(r"max\((\w+)\{", query)
+    assert metric and metric.group(1) == "gostop_bot_turns_pending" and metric.group(1) in gauges
+    # The ServiceMonitor's job label is the worker Service's name (prometheus-operator's default).
+    monitor = one(docs, "ServiceMonitor", "gostop-bot-workers")
+    service = one(docs, "Service", "gostop-bot-workers")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert f'job="{service["metadata"]["name"]}", namespace="games"' in query
+    parse = "import sys, promql_parser; promql_parser.parse(sys.stdin.read())"
+    parsed = subprocess.run([str(TOOLS_PYTHON), "-c", parse], input=query, capture_output=True, text=True, timeout=60)
+    assert parsed.returncode == 0, parsed.stderr
+    assert int(trigger["metadata"]["threshold"]) > 0
 
 
 def test_the_chart_refuses_a_secret_url_without_a_secret() -> None:

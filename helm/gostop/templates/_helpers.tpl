@@ -91,14 +91,105 @@ Service, the ServiceMonitor and the NetworkPolicy list them all, so that every w
 {{- printf "%s.%s.svc:%d" (include "gostop.fullname" .) .Release.Namespace (int .Values.ports.grpc) }}
 {{- end }}
 
+{{/* The bot workers' Deployment, Service, HPA, PDB, NetworkPolicy and ServiceMonitor. */}}
+{{- define "gostop.botWorkersName" -}}
+{{- printf "%s-bot-workers" (include "gostop.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The bot key of the chart's Secret (GOSTOP_BOT_KEYS): secrets.botKey; else, with bot workers, the
+one installed (read back at an upgrade) or a new one; else none. */}}
+{{- define "gostop.botKey" -}}
+{{- if .Values.secrets.botKey }}
+{{- .Values.secrets.botKey }}
+{{- else if .Values.botWorkers.enabled }}
+{{- $installed := lookup "v1" "Secret" .Release.Namespace (include "gostop.fullname" .) }}
+{{- if and $installed $installed.data (hasKey $installed.data "GOSTOP_BOT_KEYS") }}
+{{- index $installed.data "GOSTOP_BOT_KEYS" | b64dec }}
+{{- else }}
+{{- randAlphaNum 48 }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* GOSTOP_REDIS_URL of a container without the server's envFrom (the bot workers), from where the
+server's comes: the ConfigMap for the in-chart Redis, the Secret (the chart's, or
+secrets.existingSecret with redis.urlFromSecret) for an external one. */}}
+{{- define "gostop.redisUrlEnv" -}}
+- name: GOSTOP_REDIS_URL
+  valueFrom:
+    {{- if eq (include "gostop.store" .) "inChart" }}
+    configMapKeyRef:
+      name: {{ include "gostop.fullname" . }}
+      key: GOSTOP_REDIS_URL
+    {{- else }}
+    secretKeyRef:
+      name: {{ include "gostop.secretName" . }}
+      key: GOSTOP_REDIS_URL
+    {{- end }}
+{{- end }}
+
+{{/* Egress rules of the server and the bot workers: the cluster DNS, and Redis (the in-chart one,
+or networkPolicy.redis.ports at networkPolicy.redis.to). */}}
+{{- define "gostop.networkPolicy.egressDnsRedis" -}}
+{{- $np := .Values.networkPolicy -}}
+# DNS.
+- ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
+  to:
+    - namespaceSelector:
+        {{- toYaml $np.dns.namespaceSelector | nindent 8 }}
+      podSelector:
+        {{- toYaml $np.dns.podSelector | nindent 8 }}
+{{- $store := include "gostop.store" . }}
+{{- if eq $store "inChart" }}
+# The in-chart Redis.
+- ports:
+    - port: 6379
+      protocol: TCP
+  to:
+    - podSelector:
+        matchLabels:
+          {{- include "gostop.selectorLabels" (dict "root" . "component" "redis") | nindent 10 }}
+{{- else if eq $store "external" }}
+# The external Redis (Sentinel and Cluster nodes included).
+- ports:
+    {{- range $np.redis.ports }}
+    - port: {{ . }}
+      protocol: TCP
+    {{- end }}
+  {{- with $np.redis.to }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
 {{/* PromQL label matchers of this release's series. */}}
 {{- define "gostop.promSelector" -}}
 {{- default (printf "job=%q, namespace=%q" (include "gostop.fullname" .) .Release.Namespace) .Values.metrics.prometheusRule.selector }}
 {{- end }}
 
+{{/* PromQL label matchers of the bot workers' series (their ServiceMonitor's job label). */}}
+{{- define "gostop.botPromSelector" -}}
+{{- default (printf "job=%q, namespace=%q" (include "gostop.botWorkersName" .) .Release.Namespace) .Values.metrics.prometheusRule.botWorkerSelector }}
+{{- end }}
+
 {{/* Refuse combinations that install but cannot work. */}}
 {{- define "gostop.validate" -}}
 {{- $store := include "gostop.store" . }}
+{{- if and .Values.botWorkers.enabled (eq $store "memory") }}
+{{- fail "botWorkers.enabled needs Redis: a bot worker takes its turns from Redis only. Set redis.url (or redis.urlFromSecret, or redis.inChart.enabled); with the memory store the server plays bot seats itself (config.botWorker auto)" }}
+{{- end }}
+{{- $bw := .Values.botWorkers }}
+{{- if and $bw.enabled $bw.autoscaling.enabled (gt (int $bw.autoscaling.minReplicas) (int $bw.autoscaling.maxReplicas)) }}
+{{- fail "botWorkers.autoscaling.minReplicas must not exceed botWorkers.autoscaling.maxReplicas" }}
+{{- end }}
+{{- if gt (int .Values.config.botBudgetMs) (int .Values.config.botBudgetMaxMs) }}
+{{- fail (printf "config.botBudgetMs (%v) must not exceed config.botBudgetMaxMs (%v)" .Values.config.botBudgetMs .Values.config.botBudgetMaxMs) }}
+{{- end }}
 {{- if and (eq $store "memory") (or .Values.autoscaling.enabled (gt (int .Values.replicaCount) 1)) }}
 {{- fail "the memory store keeps games inside one process: set redis.url (or redis.urlFromSecret with GOSTOP_REDIS_URL in secrets.existingSecret, or redis.inChart.enabled) to run more than one replica or to autoscale" }}
 {{- end }}
@@ -118,6 +209,9 @@ Service, the ServiceMonitor and the NetworkPolicy list them all, so that every w
 {{- end }}
 {{- if and .Values.redis.urlFromSecret .Values.redis.url }}
 {{- fail "set either redis.url or redis.urlFromSecret, not both" }}
+{{- end }}
+{{- if and .Values.redis.url .Values.secrets.existingSecret }}
+{{- fail "redis.url is kept in the chart's Secret, which secrets.existingSecret replaces: put GOSTOP_REDIS_URL in your Secret and set redis.urlFromSecret=true instead" }}
 {{- end }}
 {{- $drain := float64 .Values.config.drainSeconds }}
 {{- $needed := addf $drain (float64 .Values.preStopSleepSeconds) }}
