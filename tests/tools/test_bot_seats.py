@@ -357,3 +357,32 @@ def holds(node: Any, key: str) -> bool:
     except RespError as exc:
         assert str(exc).startswith("MOVED"), exc
         return False
+
+
+async def test_a_worker_with_a_wrong_key_says_so_and_leaves_the_turn(capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: a refused call (here a wrong bot key) escaped the worker's task unreported."""
+    from gostop.service.bot_queue import MemoryBotQueue
+    from gostop.tools.botworker import BotWorker, ClientApi, Decider
+    from prometheus_client import CollectorRegistry
+
+    async with bot_server("", bot_worker="off") as api:
+        assert api.server is not None
+        queue = MemoryBotQueue(claim_idle_ms=60_000)
+        api.server.games.bot_queue = queue
+        game = await create(api, "standard", 2, {0: "greedy", 1: "greedy"})
+        client = ClientApi(f"127.0.0.1:{api.port}", "not-the-bot-key")
+        registry = CollectorRegistry()
+        worker = BotWorker(queue, client, Decider(), registry=registry)
+        await worker.start()
+        try:
+            for _ in range(500):
+                if registry.get_sample_value("gostop_bot_turn_failures_total"):
+                    break
+                await asyncio.sleep(0.01)
+        finally:
+            await worker.stop()
+            await client.close()
+        assert registry.get_sample_value("gostop_bot_turn_failures_total") == 1
+        assert (await queue.backlog()).pending == 1, "the turn is left to be claimed again"
+        assert (await api.get(game)).view.version == 1
+    assert "bot turn failed" in capsys.readouterr().out

@@ -82,6 +82,9 @@ class WorkerMetrics:
                              "sees the same queue: take the max over workers, not the sum).", registry=registry)
         self.oldest = Gauge("gostop_bot_turn_oldest_seconds", "Age of the oldest bot turn not yet done.",
                             registry=registry)
+        self.turn_failures = Counter("gostop_bot_turn_failures_total", "Bot turns the worker could not play "
+                                     "(the service refused its calls, or a bug): each is claimed again later.",
+                                     registry=registry)
 
 
 def bot_label(spec: str) -> str:
@@ -274,6 +277,11 @@ class BotWorker:
             return
         except TurnGone:
             self.metrics.decisions.labels(bot_label(turn.bot), "stale").inc()
+        except Exception as exc:  # refused (a wrong bot key, say) or a bug: say so, leave it to be claimed again
+            self.metrics.turn_failures.inc()
+            log.error("bot turn failed", game_id=turn.game_id, seat=turn.seat, version=turn.version, bot=turn.bot,
+                      error=f"{type(exc).__name__}: {exc}"[:500])
+            return
         await self._ack(taken)
         self.handled += 1
 
