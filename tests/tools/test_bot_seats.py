@@ -361,9 +361,10 @@ def holds(node: Any, key: str) -> bool:
 
 async def test_a_worker_with_a_wrong_key_says_so_and_leaves_the_turn(capsys: pytest.CaptureFixture[str]) -> None:
     """Regression: a refused call (here a wrong bot key) escaped the worker's task unreported."""
+    from prometheus_client import CollectorRegistry
+
     from gostop.service.bot_queue import MemoryBotQueue
     from gostop.tools.botworker import BotWorker, ClientApi, Decider
-    from prometheus_client import CollectorRegistry
 
     async with bot_server("", bot_worker="off") as api:
         assert api.server is not None
