@@ -15,7 +15,7 @@ GRPCURL := .tools/bin/grpcurl
 GRPCURL_VERSION := v1.9.4
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint typecheck bench golden redis-server clean demo conformance-data proto-baseline soak
+.PHONY: run test lint typecheck bench golden redis-server chromium web clean demo conformance-data proto-baseline soak
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ redis-server:
 	@command -v jq >/dev/null 2>&1 || { \
 		echo "installing jq (Debian package; docs/grpcurl.md examples use it)"; \
 		$(SUDO) apt-get install -y -q jq || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q jq; }; }
+
+# Debian's chromium, for the web table's browser tests (tests/web: Playwright drives it; Playwright's
+# own browser download is never used).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing chromium (Debian package; the web table's browser tests)"; \
+		$(SUDO) apt-get install -y -q chromium || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }; }
 
 # The Helm chart's tests (tests/deploy/test_helm.py), pinned: helm and kubeconform (Go modules, built into
 # .tools/bin), and a tools venv (.tools/venv) with PyYAML (rendered manifests to JSON),
@@ -81,13 +88,18 @@ helm-tools: $(HELM_TOOLS)
 		echo "installing strace (Debian package)"; \
 		$(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q strace; }
 
-run: $(PB)
+# make run serves the web table too when npm is there to build it (without npm the server answers
+# "/" with a page that says how to build it).
+HAVE_NPM := $(shell command -v npm >/dev/null 2>&1 && echo yes)
+WEB_IF_NPM := $(if $(HAVE_NPM),web)
+
+run: $(PB) $(WEB_IF_NPM)
 	$(PY) -m gostop serve $(ARGS)
 
 demo: $(STAMP)
 	$(PY) -m gostop demo $(ARGS)
 
-test: $(PB) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-tools
+test: $(PB) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-tools chromium $(WEB_IF_NPM)
 	$(PY) -m ruff check engine service clients/python tests scripts bench setup.py
 	$(PY) -m mypy
 	$(BUF) lint proto
@@ -224,6 +236,26 @@ $(TS_OUT): $(TS_GEN) $(TS_CLIENT)/tsconfig.json $(TS_CLIENT)/tsconfig.browser.js
 
 ts-client: $(TS_OUT)
 
+# The web table (clients/web): Vite + TypeScript, on the TypeScript client's browser entry; npm ci
+# from its lock, then vite build into clients/python/gostop/web (the package data the server
+# serves at "/" and the wheel ships; ignored by git). docs/web.md.
+WEB := clients/web
+WEB_STAMP := $(WEB)/node_modules/.installed
+WEB_OUT := clients/python/gostop/web/index.html
+WEB_SOURCES := $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json $(WEB)/tsconfig.node.json \
+	$(filter-out $(WEB)/src/generated/%,$(wildcard $(WEB)/src/*.ts $(WEB)/src/*.tsx $(WEB)/src/*.css \
+	$(WEB)/src/components/*.tsx))
+
+$(WEB_STAMP): $(WEB)/package.json $(WEB)/package-lock.json
+	cd $(WEB) && npm ci --silent --ignore-scripts --no-audit --no-fund
+	touch $@
+
+$(WEB_OUT): $(WEB_STAMP) $(TS_OUT) $(WEB_SOURCES)
+	cd $(WEB) && npm run --silent build -- --logLevel warn
+	test -f $@ && touch $@
+
+web: $(WEB_OUT)
+
 $(GO_PLUGINS):
 	GOBIN=$(CURDIR)/.tools/bin go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$(CURDIR)/.tools/bin go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
@@ -239,3 +271,4 @@ go-client: $(GO_PLUGINS) $(BUF)
 clean:
 	rm -rf $(VENV) .tools clients/python/gostop/v1 .mypy_cache .pytest_cache .ruff_cache .hypothesis
 	rm -rf $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist $(TS_CLIENT)/src/gen $(GO_CLIENT)/bin
+	rm -rf $(WEB)/node_modules $(WEB)/src/generated clients/python/gostop/web test-artifacts

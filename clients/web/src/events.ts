@@ -1,0 +1,185 @@
+// Events as people read them (engine/render.py event_line, with everyday card names and Korean
+// terms), in the reader's language, and the short "flash" shown on the table as they happen.
+import type { Event, GameView } from "./api";
+import { cardName, MONTH_NAMES_KO } from "./cards";
+import { lang, t, term } from "./i18n";
+
+export type SeatName = (seat: number) => string;
+
+/** How a seat is called at this table: "나"/"You" for the viewer, "자리 1 · greedy" for a bot seat. */
+export function seatNamer(view: GameView | undefined): SeatName {
+  return (seat: number) => {
+    if (view !== undefined && seat === view.viewer) return t("you");
+    const base = `${t("seat")} ${seat}`;
+    const bot = view?.botSeats.find((b) => b.seat === seat);
+    return bot ? `${base} · ${bot.bot.split(":")[0] ?? bot.bot}` : base;
+  };
+}
+
+function names(cards: readonly number[]): string {
+  return cards.length ? cards.map(cardName).join(", ") : "-";
+}
+
+function month(m: number): string {
+  return lang() === "ko" ? `${m}월 ${MONTH_NAMES_KO[m - 1] ?? ""}` : `month ${m} (${MONTH_NAMES_KO[m - 1] ?? ""})`;
+}
+
+/** One line of the log; "" for events that only matter to the machinery. */
+export function eventLine(event: Event, seat: SeatName): string {
+  const ko = lang() === "ko";
+  const k = event.kind;
+  switch (k.case) {
+    case "dealt": {
+      const e = k.value;
+      return ko
+        ? `패를 돌렸습니다 (선: ${seat(e.dealer)}${e.carry ? ", 나가리 ×2" : ""}), 바닥 ${e.floor.length}장, 더미 ${e.stockCount}장`
+        : `Cards dealt (선: ${seat(e.dealer)}${e.carry ? ", ×2 after a 나가리" : ""}), ${e.floor.length} on the floor, ${e.stockCount} in the stock`;
+    }
+    case "redealt":
+      return ko ? `다시 돌립니다: ${term(k.value.reason)} (${month(k.value.month)})` : `Redeal: ${term(k.value.reason)} (${month(k.value.month)})`;
+    case "bonusCaptured": {
+      const e = k.value;
+      const src = ko ? { hand: "손패", floor: "바닥", flip: "뒤집은 패" }[e.source] ?? e.source : e.source;
+      return ko
+        ? `${seat(e.seat)}: ${cardName(e.card)} 획득 (${src})`
+        : `${seat(e.seat)} takes ${cardName(e.card)} (from the ${src})`;
+    }
+    case "satOut":
+      return ko ? `${seat(k.value.seat)}: 이번 판 쉼${k.value.forced ? " (자동)" : ""}` : `${seat(k.value.seat)} sits out${k.value.forced ? " (forced)" : ""}`;
+    case "joinedRound":
+      return ko ? `${seat(k.value.seat)}: 이번 판 참가` : `${seat(k.value.seat)} plays this round`;
+    case "gwangSold":
+      return ko
+        ? `${seat(k.value.seat)}: 광팔기 ${names(k.value.cards)} (장당 ${k.value.price}점)`
+        : `${seat(k.value.seat)} sells ${names(k.value.cards)} (광팔기, ${k.value.price} each)`;
+    case "cardPlayed":
+      return ko
+        ? `${seat(k.value.seat)}: ${cardName(k.value.card)} 냄${k.value.shake ? " (흔들기)" : ""}`
+        : `${seat(k.value.seat)} plays ${cardName(k.value.card)}${k.value.shake ? " and shakes (흔들기)" : ""}`;
+    case "shaken":
+      return ko
+        ? `${seat(k.value.seat)}: 흔들기! ${names(k.value.cards)}`
+        : `${seat(k.value.seat)}: 흔들기 (shake)! ${names(k.value.cards)}`;
+    case "bombed":
+      return ko
+        ? `${seat(k.value.seat)}: 폭탄! ${names(k.value.cards)} (빈 내기 ${k.value.spareFlips})`
+        : `${seat(k.value.seat)}: 폭탄 (bomb)! ${names(k.value.cards)} (${k.value.spareFlips} 빈 내기)`;
+    case "flipOnlyUsed":
+      return ko ? `${seat(k.value.seat)}: 빈 내기 (남은 ${k.value.spareFlips})` : `${seat(k.value.seat)} uses a 빈 내기 (${k.value.spareFlips} left)`;
+    case "cardFlipped":
+      return ko ? `${seat(k.value.seat)}: ${cardName(k.value.card)} 뒤집음` : `${seat(k.value.seat)} flips ${cardName(k.value.card)}`;
+    case "cardLaid":
+      return ko ? `  ${cardName(k.value.card)} 바닥에 깔림` : `  ${cardName(k.value.card)} lies on the floor`;
+    case "captured":
+      return ko ? `  ${seat(k.value.seat)}: ${names(k.value.cards)} 먹음` : `  ${seat(k.value.seat)} captures ${names(k.value.cards)}`;
+    case "ppeokFormed":
+      return ko
+        ? `  뻑! ${seat(k.value.seat)}, ${month(k.value.month)} 세 장이 쌓임 (${k.value.count}번째)`
+        : `  뻑! ${seat(k.value.seat)} stacks ${month(k.value.month)} (#${k.value.count})`;
+    case "ppeokRecaptured":
+      return ko
+        ? `  ${seat(k.value.seat)}: ${k.value.own ? "자뻑" : "뻑"} 먹음 (${month(k.value.month)})`
+        : `  ${seat(k.value.seat)} takes ${k.value.own ? "its own 뻑 (자뻑)" : `${seat(k.value.maker)}'s 뻑`} of ${month(k.value.month)}`;
+    case "jjok":
+      return ko ? `  쪽! (${month(k.value.month)})${k.value.steals ? "" : " 피 안 뺏음"}` : `  쪽! (${month(k.value.month)})${k.value.steals ? "" : ", no steal"}`;
+    case "ttadak":
+      return ko ? `  따닥! (${month(k.value.month)})${k.value.steals ? "" : " 피 안 뺏음"}` : `  따닥! (${month(k.value.month)})${k.value.steals ? "" : ", no steal"}`;
+    case "sseul": {
+      const extra = k.value.points ? (ko ? ` +${k.value.points}점` : ` +${k.value.points} point`) : k.value.steals ? "" : ko ? " 피 안 뺏음" : ", no steal";
+      return ko ? `  쓸! ${seat(k.value.seat)}${extra}` : `  쓸 (sweep)! ${seat(k.value.seat)}${extra}`;
+    }
+    case "piStolen": {
+      const e = k.value;
+      const why = e.reasons.map(term).join(", ");
+      return ko
+        ? `  ${seat(e.seat)}: ${seat(e.victim)}의 ${names(e.cards)} 뺏음 (${why})`
+        : `  ${seat(e.seat)} takes ${names(e.cards)} from ${seat(e.victim)} (${why})`;
+    }
+    case "gukjinDecided":
+      return ko
+        ? `${seat(k.value.seat)}: 국진을 ${k.value.converted ? "쌍피로" : "열끗으로"}`
+        : `${seat(k.value.seat)} ${k.value.converted ? "makes 국진 a 쌍피" : "keeps 국진 as a 열끗"}`;
+    case "scoreChanged": {
+      const e = k.value;
+      return ko ? `  ${seat(e.seat)}: ${e.total}점` : `  ${seat(e.seat)}: ${e.total} points`;
+    }
+    case "wentGo":
+      return ko ? `${seat(k.value.seat)}: ${k.value.count}고! (${k.value.base}점)` : `${seat(k.value.seat)}: ${k.value.count}고 (go) at ${k.value.base}!`;
+    case "stopped":
+      return ko
+        ? `${seat(k.value.seat)}: 스톱! (${k.value.base}점${k.value.automatic ? ", 자동" : ""})`
+        : `${seat(k.value.seat)}: 스톱 (stop) at ${k.value.base}${k.value.automatic ? " (automatic)" : ""}`;
+    case "instantPaid": {
+      const p = k.value.payment;
+      if (p === undefined) return "";
+      return ko
+        ? `  ${seat(p.payer)} → ${seat(p.payee)} ${p.points}점 (${term(p.reason)})`
+        : `  ${seat(p.payer)} pays ${seat(p.payee)} ${p.points} (${term(p.reason)})`;
+    }
+    case "instantWin":
+      return ko
+        ? `${seat(k.value.seat)}: ${term(k.value.reason)}로 즉시 승리 (${k.value.points}점)`
+        : `${seat(k.value.seat)} wins at once: ${term(k.value.reason)} (${k.value.points} points)`;
+    case "instantLoss":
+      return ko ? `${seat(k.value.seat)}: ${term(k.value.reason)}로 즉시 패배` : `${seat(k.value.seat)} loses at once: ${term(k.value.reason)}`;
+    case "nagari":
+      return ko ? `나가리 (${term(k.value.reason)})` : `나가리: a draw (${term(k.value.reason)})`;
+    case "roundSettled": {
+      const s = k.value.settlement;
+      if (s === undefined) return "";
+      if (s.winner < 0) return ko ? "판 끝: 나가리" : "Round over: 나가리";
+      return ko ? `판 끝: ${seat(s.winner)} 승리, ${s.goScore}점` : `Round over: ${seat(s.winner)} wins, ${s.goScore} points`;
+    }
+    default:
+      return "";
+  }
+}
+
+/** The big word flashed on the table for a special event ("" for none). */
+export function flashText(event: Event, seat: SeatName): string {
+  const ko = lang() === "ko";
+  const k = event.kind;
+  switch (k.case) {
+    case "ppeokFormed":
+      return "뻑!";
+    case "ppeokRecaptured":
+      return k.value.own ? "자뻑!" : ko ? "뻑 먹음!" : "뻑 taken!";
+    case "jjok":
+      return "쪽!";
+    case "ttadak":
+      return "따닥!";
+    case "sseul":
+      return "쓸!";
+    case "piStolen":
+      return ko ? `피 뺏기 · ${seat(k.value.seat)}` : `피 stolen · ${seat(k.value.seat)}`;
+    case "bonusCaptured":
+      return `${cardName(k.value.card)}!`;
+    case "shaken":
+      return "흔들기!";
+    case "bombed":
+      return "폭탄!";
+    case "wentGo":
+      return `${k.value.count}고!`;
+    case "stopped":
+      return "스톱!";
+    case "instantWin":
+    case "instantLoss":
+      return `${term(k.value.reason)}!`;
+    case "instantPaid":
+      return k.value.payment ? `${term(k.value.payment.reason)}!` : "";
+    case "nagari":
+      return "나가리";
+    case "gukjinDecided":
+      return k.value.converted ? (ko ? "국진 → 쌍피" : "국진 → 쌍피") : "";
+    case "redealt":
+      return ko ? "다시 돌림" : "Redeal";
+    default:
+      return "";
+  }
+}
+
+/** Whether the event is one of the special ones the log shows in colour. */
+export function isSpecial(event: Event): boolean {
+  return ["ppeokFormed", "ppeokRecaptured", "jjok", "ttadak", "sseul", "piStolen", "bonusCaptured", "shaken", "bombed",
+    "wentGo", "stopped", "instantWin", "instantLoss", "instantPaid", "nagari"].includes(event.kind.case ?? "");
+}

@@ -1,0 +1,50 @@
+// The web table's entry: the header (title, language), and the lobby or a table by the address.
+import "./generated/fonts.css";
+import "./styles.css";
+
+import type { JSX } from "preact";
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+
+import { Lobby } from "./components/Lobby";
+import { TablePage } from "./components/Table";
+import { lang, setLang, t } from "./i18n";
+import { currentRoute, type Route } from "./session";
+
+function App(): JSX.Element {
+  const [route, setRoute] = useState<Route>(currentRoute);
+  const [, setLanguage] = useState(lang());
+  useEffect(() => {
+    const onHash = (): void => setRoute(currentRoute());
+    window.addEventListener("hashchange", onHash);
+    return () => window.removeEventListener("hashchange", onHash);
+  }, []);
+  useEffect(() => {
+    document.title = route.name === "lobby" ? `${t("title")} · ${t("lobby")}` : `${t("title")} · ${route.gameId}`;
+  });
+  return (
+    <>
+      <header class="top">
+        <a class="brand" href="#/">
+          <span class="logo" aria-hidden="true" />
+          {t("title")}
+        </a>
+        <button
+          class="lang"
+          data-testid="lang"
+          onClick={() => {
+            setLang(lang() === "ko" ? "en" : "ko");
+            setLanguage(lang());
+          }}
+        >
+          {t("langSwitch")}
+        </button>
+      </header>
+      {route.name === "lobby" ? <Lobby /> : <TablePage key={route.gameId} gameId={route.gameId} />}
+    </>
+  );
+}
+
+document.documentElement.lang = lang();
+const root = document.getElementById("app");
+if (root) render(<App />, root);

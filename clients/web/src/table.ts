@@ -1,0 +1,291 @@
+// The table's state and its conversation with the server, apart from how it is drawn.
+//
+// - The view: GetGame on opening; after each of our actions, the view SubmitAction returns; after
+//   each event of someone else, GetGame again (one call at a time, the newest view wins).
+// - The log: WatchGame from the version the tab last saw. Every event goes to the log and the
+//   special ones (뻑, 쪽, 따닥, 쓸, steals, bonus flips, 고, …) are flashed on the table. A broken
+//   stream is opened again after the last version seen (its events already shown are skipped), so a
+//   lost connection or a reload loses nothing and shows nothing twice.
+// - Actions: only ids of the view's legal actions, at the view's version, each with a request id
+//   kept for its retries.
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+
+import {
+  api,
+  Code,
+  describeError,
+  newRequestId,
+  Phase,
+  WatchGameResponseSchema,
+  type GameView,
+  type GostopError,
+  type WatchGameResponse,
+} from "./api";
+import { loadStream, saveStream, savedApiKey, savedToken } from "./session";
+
+export type Connection = "connecting" | "live" | "reconnecting" | "ended";
+
+export interface LoggedEvent {
+  /** Position in the log (a stable key). */
+  n: number;
+  version: bigint;
+  event: NonNullable<WatchGameResponse["event"]>;
+  /** Delivered live (after the page opened), as opposed to replayed history. */
+  live: boolean;
+}
+
+export interface TableState {
+  gameId: string;
+  token: string | undefined;
+  view: GameView | undefined;
+  version: bigint;
+  log: LoggedEvent[];
+  connection: Connection;
+  busy: boolean;
+  error: string | undefined;
+  /** The newest live special event, for the flash on the table. */
+  flash: LoggedEvent | undefined;
+  notFound: boolean;
+}
+
+function b64(bytes: Uint8Array): string {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s);
+}
+
+function unb64(text: string): Uint8Array {
+  const s = atob(text);
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
+const FLASH = new Set([
+  "ppeokFormed", "ppeokRecaptured", "jjok", "ttadak", "sseul", "piStolen", "bonusCaptured", "shaken", "bombed",
+  "wentGo", "stopped", "instantWin", "instantLoss", "instantPaid", "nagari", "gukjinDecided", "redealt",
+]);
+
+export class Table {
+  state: TableState;
+  private readonly listeners = new Set<() => void>();
+  private readonly abort = new AbortController();
+  /** The viewer's seat (-1: a spectator), known once the first view arrives. */
+  private seat = -1;
+  private saved: string[] = [];
+  /** Events of `lastVersion` delivered so far: a resumed stream skips that many of it. */
+  private lastVersion = 0n;
+  private lastCount = 0;
+  private refreshing = false;
+  private refreshAgain = false;
+  private n = 0;
+  private pendingRequest: { key: string; id: string } | undefined;
+
+  constructor(gameId: string) {
+    const token = savedToken(gameId);
+    this.state = {
+      gameId, token, view: undefined, version: 0n, log: [], connection: "connecting", busy: false,
+      error: undefined, flash: undefined, notFound: false,
+    };
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private set(patch: Partial<TableState>): void {
+    this.state = { ...this.state, ...patch };
+    for (const l of this.listeners) l();
+  }
+
+  private auth(): { token?: string; signal: AbortSignal } {
+    return { ...(this.state.token !== undefined ? { token: this.state.token } : {}), signal: this.abort.signal };
+  }
+
+  /** Opens the table: the view, then the event stream. */
+  async open(): Promise<void> {
+    let first;
+    try {
+      first = await api(savedApiKey()).getGame(this.state.gameId, this.auth());
+    } catch (error) {
+      const e = error as GostopError;
+      if (e.code === Code.NotFound || e.reason === "GAME_NOT_FOUND" || e.reason === "MALFORMED_GAME_ID") {
+        this.set({ notFound: true, connection: "ended" });
+        return;
+      }
+      this.set({ error: describeError(error) });
+      return;
+    }
+    const view = first.view;
+    const viewer = view?.viewer ?? -1;
+    this.seat = viewer;
+    const saved = loadStream(this.state.gameId, viewer);
+    const log: LoggedEvent[] = [];
+    if (saved !== undefined) {
+      for (const text of saved.events) {
+        const message = fromBinary(WatchGameResponseSchema, unb64(text));
+        if (message.event !== undefined) {
+          log.push({ n: this.n++, version: message.version, event: message.event, live: false });
+        }
+      }
+      this.saved = [...saved.events];
+      this.lastVersion = BigInt(saved.lastVersion);
+      this.lastCount = saved.lastCount;
+    }
+    this.set({ view, version: first.version, log });
+    void this.watch(first.version);
+  }
+
+  close(): void {
+    this.abort.abort();
+    this.listeners.clear();
+  }
+
+  /** The stream: from the last version seen, again and again until the match is over or the page leaves. */
+  private async watch(openedAt: bigint): Promise<void> {
+    let delay = 250;
+    while (!this.abort.signal.aborted) {
+      // Resume inside the last version (its remaining events may not have come yet), skipping
+      // the ones already shown.
+      const after = this.lastVersion > 0n ? this.lastVersion - 1n : 0n;
+      let skip = this.lastVersion > 0n ? this.lastCount : 0;
+      let skipVersion = this.lastVersion;
+      try {
+        this.set({ connection: this.state.connection === "reconnecting" ? "reconnecting" : "connecting" });
+        const stream = api(savedApiKey()).watch(this.state.gameId, { ...this.auth(), afterVersion: after });
+        let announced = false;
+        for await (const message of stream) {
+          if (!announced) {
+            this.set({ connection: "live" });
+            announced = true;
+          }
+          delay = 250;
+          if (message.version === skipVersion && skip > 0) {
+            skip -= 1;
+            continue;
+          }
+          skipVersion = -1n;
+          this.receive(message, message.version > openedAt);
+        }
+        if (!announced) this.set({ connection: "live" });
+        // The server ends the stream after the event that finishes the match.
+        if (this.state.view?.match?.finished || this.matchOverInLog()) {
+          this.set({ connection: "ended" });
+          return;
+        }
+      } catch (error) {
+        if (this.abort.signal.aborted) return;
+        const e = error as GostopError;
+        if (e.code === Code.NotFound) {
+          this.set({ notFound: true, connection: "ended" });
+          return;
+        }
+      }
+      this.set({ connection: "reconnecting" });
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 4000);
+      void this.refresh();
+    }
+  }
+
+  private matchOverInLog(): boolean {
+    const last = this.state.log[this.state.log.length - 1];
+    return last?.event.kind.case === "roundSettled" && this.state.view?.match?.finished === true;
+  }
+
+  private receive(message: WatchGameResponse, live: boolean): void {
+    const event = message.event;
+    if (event === undefined) return;
+    if (message.version === this.lastVersion) {
+      this.lastCount += 1;
+    } else {
+      this.lastVersion = message.version;
+      this.lastCount = 1;
+    }
+    this.saved.push(b64(toBinary(WatchGameResponseSchema, message)));
+    saveStream(this.state.gameId, this.seat, {
+      events: this.saved, lastVersion: String(this.lastVersion), lastCount: this.lastCount,
+    });
+    const entry: LoggedEvent = { n: this.n++, version: message.version, event, live };
+    const patch: Partial<TableState> = { log: [...this.state.log, entry] };
+    if (live && event.kind.case !== undefined && FLASH.has(event.kind.case)) patch.flash = entry;
+    this.set(patch);
+    if (message.version > this.state.version) void this.refresh();
+  }
+
+  /** GetGame again; one call at a time, and once more if something happened meanwhile. */
+  async refresh(): Promise<void> {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return;
+    }
+    this.refreshing = true;
+    try {
+      do {
+        this.refreshAgain = false;
+        const got = await api(savedApiKey()).getGame(this.state.gameId, this.auth());
+        if (got.version >= this.state.version) this.set({ view: got.view, version: got.version });
+      } while (this.refreshAgain && !this.abort.signal.aborted);
+    } catch (error) {
+      if (!this.abort.signal.aborted) this.set({ error: describeError(error) });
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  /** Applies a legal action of the view (by id), at the view's version. */
+  async act(actionId: number): Promise<void> {
+    const { view, token, version } = this.state;
+    if (view === undefined || token === undefined || this.state.busy) return;
+    if (!view.legalActions.some((a) => a.id === actionId)) return;
+    // A retry of the same action at the same version reuses its request id (idempotent).
+    const key = `${version}:${actionId}`;
+    if (this.pendingRequest?.key !== key) this.pendingRequest = { key, id: newRequestId("web") };
+    this.set({ busy: true, error: undefined });
+    try {
+      const result = await api(savedApiKey()).submitAction({
+        gameId: this.state.gameId, token, expectedVersion: version, action: actionId,
+        requestId: this.pendingRequest.id, signal: this.abort.signal,
+      });
+      this.pendingRequest = undefined;
+      if (result.version >= this.state.version) this.set({ view: result.view, version: result.version });
+    } catch (error) {
+      const e = error as GostopError;
+      // Someone else moved first (or our earlier try did): take the current view.
+      if (e.reason === "STALE_VERSION" || e.code === Code.Aborted) this.pendingRequest = undefined;
+      else this.set({ error: describeError(error) });
+      void this.refresh();
+    } finally {
+      this.set({ busy: false });
+    }
+  }
+
+  /** Deals the next round of the match (any seated person may). */
+  async nextRound(): Promise<void> {
+    const { token, version, view } = this.state;
+    if (token === undefined || view?.phase !== Phase.OVER || this.state.busy) return;
+    const key = `${version}:next`;
+    if (this.pendingRequest?.key !== key) this.pendingRequest = { key, id: newRequestId("web") };
+    this.set({ busy: true, error: undefined });
+    try {
+      const result = await api(savedApiKey()).startNextRound({
+        gameId: this.state.gameId, token, expectedVersion: version, requestId: this.pendingRequest.id,
+        signal: this.abort.signal,
+      });
+      this.pendingRequest = undefined;
+      if (result.version >= this.state.version) this.set({ view: result.view, version: result.version });
+    } catch (error) {
+      const e = error as GostopError;
+      if (e.reason !== "STALE_VERSION" && e.reason !== "ROUND_IN_PROGRESS") this.set({ error: describeError(error) });
+      this.pendingRequest = undefined;
+      void this.refresh();
+    } finally {
+      this.set({ busy: false });
+    }
+  }
+
+  clearError(): void {
+    this.set({ error: undefined });
+  }
+}
