@@ -161,7 +161,8 @@ bench-native: native
 # the same with ghz (bench/ghz.py; GHZ_ARGS);
 # 1 against 2 server worker processes (bench_service.py --compare-workers; WORKERS_ARGS); Redis
 # memory per game (bench/memory.py; MEMORY_ARGS); and bot seats through a bot worker process beside the
-# same bots in process (bench/bots.py; BOTS_ARGS). The
+# same bots in process (bench/bots.py; BOTS_ARGS); SubmitAction over the Connect protocol beside gRPC
+# and Health on one server (bench/http.py; HTTP_ARGS, e.g. "--asgi uvicorn,granian"). The
 # service benchmarks start their own redis-server and server. BENCH_SECONDS is each measurement's
 # window (3 s keeps the whole run within about seven minutes; more steadies the figures), e.g.
 # make bench BENCH_SECONDS=10 SERVICE_ARGS="--server-metrics" WORKERS_ARGS="--client-processes 1".
@@ -187,6 +188,7 @@ bench: $(PB) redis-server $(GHZ)
 		--client-processes 2 --seconds $(BENCH_SECONDS) --warmup $(BENCH_WARMUP) $(WORKERS_ARGS)
 	$(BENCH_PY) -m bench.memory $(MEMORY_ARGS)
 	$(BENCH_PY) -m bench.bots --seconds $(BENCH_SECONDS) $(BOTS_ARGS)
+	$(BENCH_PY) -m bench.http --seconds $(BENCH_SECONDS) --warmup $(BENCH_WARMUP) $(HTTP_ARGS)
 
 # The reliability suite (tests/reliability) at longer sizes, bounded in time, loopback only; prints
 # the figures of the run (docs/reliability.md). ARGS go to scripts/soak.py, e.g. ARGS="--minutes 20".

@@ -88,7 +88,7 @@ class ServerProcess:
 
     def __init__(
         self, redis_url: str, metrics: bool, profile: str = "", redis_pid: int | None = None, workers: int = 1,
-        log_level: str = "info", domain_free: bool = False,
+        log_level: str = "info", domain_free: bool = False, program: str = "",
     ) -> None:
         if workers > 1 and not redis_url:
             raise ValueError("several server workers need Redis (--store redis)")
@@ -97,6 +97,8 @@ class ServerProcess:
         if workers > 1 and domain_free:
             raise ValueError("--domain-free runs a single server process (not with several workers)")
         self.domain_free = domain_free
+        self.program = program
+        """A module run instead of ``gostop`` (``bench.asgi_servers``); empty: the real server."""
         self.redis_url = redis_url
         self.redis_pid = redis_pid
         self.metrics = metrics
@@ -132,7 +134,7 @@ class ServerProcess:
         )
         self._log = tempfile.TemporaryFile(prefix="gostop-bench-server-")  # noqa: SIM115 (closed by stop)
         profiler = ["-m", "cProfile", "-o", self.profile] if self.profile else []
-        program = ["-m", "bench.domain_free"] if self.domain_free else ["-m", "gostop"]
+        program = ["-m", self.program or ("bench.domain_free" if self.domain_free else "gostop")]
         argv = [
             sys.executable, *profiler, *program, "serve", "--listen", self.target,
             "--metrics-port", str(self.metrics_port), "--workers", str(self.workers),

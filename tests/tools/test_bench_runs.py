@@ -39,3 +39,14 @@ def test_the_bot_seat_benchmark_runs_a_short_window() -> None:
     assert "nan" not in result.stdout.split("latency", 1)[1].split("\n", 1)[0], "some bot turns were timed"
     for bot in ("random", "greedy"):
         assert f"  {bot} " in result.stdout
+
+
+def test_the_http_benchmark_runs_a_short_window() -> None:
+    """``make bench``'s Connect-vs-gRPC figures come from a run that works (short windows, one level)."""
+    command = [sys.executable, "-m", "bench.http", "--seconds", "0.4", "--warmup", "0.1", "--inflight", "2",
+               "--pairs", "1"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    row = next(line for line in result.stdout.splitlines() if line.strip().startswith("2 "))
+    assert "nan" not in row and " 0 " not in row.split()[1:4], row
