@@ -12,8 +12,12 @@ import asyncio
 import base64
 import http.client
 import json
+import os
 import random
+import signal
 import struct
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,8 +28,8 @@ from gostop.service.config import Config
 from gostop.service.server import ListenError, Server
 from gostop.v1 import game_pb2 as pb
 from testkit.connect import running_http_server
-from testkit.redis_server import free_port
-from testkit.servers import OPERATOR, Api, Game, config, expect, replay
+from testkit.redis_server import RedisServer, free_port
+from testkit.servers import OPERATOR, ROOT, Api, Game, config, expect, replay
 
 PROTOCOLS = ["connect", "grpc-web"]
 
@@ -297,3 +301,36 @@ async def test_nothing_hidden_reaches_a_browser(protocol: str) -> None:
             received, log = await _grpc_game(api, rng, [])
             checked += check(received, log)
     assert checked > 100
+
+
+async def test_every_worker_shares_the_http_port(service_redis: RedisServer) -> None:
+    """``--workers 2``: both worker processes listen on the HTTP port (SO_REUSEPORT) and answer."""
+    port, http_port = free_port(), free_port()
+    env = {**os.environ, "GOSTOP_REDIS_URL": service_redis.url, "PYTHONPATH": str(ROOT), "GOSTOP_LOG_FORMAT": "json",
+           "GOSTOP_HTTP_LISTEN": f"127.0.0.1:{http_port}", "GOSTOP_METRICS_PORT": "0"}
+    process = subprocess.Popen([sys.executable, "-m", "gostop", "serve", "--workers", "2", "--listen",
+                                f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while listeners(http_port) < 2:
+            assert process.poll() is None and loop.time() < deadline, "the workers did not both listen"
+            await asyncio.sleep(0.1)
+        for _ in range(8):  # fresh connections, spread over the workers by the kernel
+            status, _, body = await asyncio.to_thread(request, http_port, "POST", LIST, b"{}",
+                                                      {"content-type": "application/json"})
+            assert status == 200 and b"ruleSets" in body
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+
+
+def listeners(port: int) -> int:
+    """Sockets listening on a loopback TCP port (``/proc/net/tcp``)."""
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+            count += 1
+    return count
