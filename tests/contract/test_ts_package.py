@@ -12,7 +12,8 @@ through the Makefile (``make ts-client``) and checks:
 - ``npm pack`` makes a tarball that installs into an empty project (its dependencies from the npm
   cache or registry), where both entries import, type-check as their users compile them (the
   browser entry against the DOM library without Node's types), a page importing the package
-  bundles for browsers, and the installed package plays against a live server;
+  bundles for browsers, and the installed package plays against a live server (gRPC from Node,
+  Connect through fetch);
 - request ids are UUIDs also where ``crypto.randomUUID`` is missing (pages over plain HTTP).
 """
 
@@ -22,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,13 +84,22 @@ def installed(built: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return project
 
 
+def free_port() -> int:
+    """A loopback port nobody listens on now (the embedded server does not report its HTTP port)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 @pytest.fixture(scope="module")
-def server(built: None) -> Iterator[str]:
-    """The embedded server (memory store) on a free loopback port; yields its gRPC host:port."""
-    cfg = Config(listen="127.0.0.1:0", metrics_port=0, token_secret=SECRET, operator_keys=OPERATOR_KEY,
-                 log_level="warning", log_format="json")
+def server(built: None) -> Iterator[tuple[str, str]]:
+    """The embedded server (memory store); yields its gRPC port and its HTTP port as host:port."""
+    http = f"127.0.0.1:{free_port()}"
+    cfg = Config(listen="127.0.0.1:0", http_listen=http, metrics_port=0, token_secret=SECRET,
+                 operator_keys=OPERATOR_KEY, log_level="warning", log_format="json")
     with EmbeddedServer(cfg) as embedded:
-        yield embedded.target
+        yield embedded.target, http
 
 
 def check_bundle(entry: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -235,17 +246,27 @@ def test_a_page_importing_the_installed_package_bundles_for_browsers(installed: 
     assert "no Node built-in" in result.stdout, explain(result)
 
 
-LIST_RULE_SETS: Final = """
+PLAY: Final = """
 import { GostopClient } from "@gostop/client/node";
-const client = new GostopClient({ address: process.argv[1], apiKey: process.argv[2] });
-const sets = await client.listRuleSets();
-const game = await client.createGame({ preset: "standard", players: 2 });
-console.log(`${sets.some((s) => s.preset === "standard")} ${game.version} ${game.seats.length}`);
-client.close();
+import { createBrowserClient, seatToken } from "@gostop/client";
+const [grpc, http, apiKey] = process.argv.slice(1);
+// Node over gRPC creates the game; the browser entry (Connect over fetch) plays its first move.
+const node = new GostopClient({ address: grpc, apiKey });
+const web = createBrowserClient({ baseUrl: `http://${http}` });
+const sets = await web.listRuleSets();
+const game = await node.createGame({ preset: "standard", players: 2, seed: 7n });
+const seat = game.view.toMove;
+const { view, version } = await web.getGame(game.gameId, { token: seatToken(game, seat) });
+const result = await web.submitAction({
+  gameId: game.gameId, token: seatToken(game, seat), expectedVersion: version, action: view.legalActions[0].id });
+console.log(`${sets.some((s) => s.preset === "standard")} ${game.version} ${result.version}`);
+node.close();
 """
 
 
-def test_the_installed_node_entry_plays_against_a_live_server(installed: Path, server: str) -> None:
-    result = node_script(LIST_RULE_SETS, installed, server, OPERATOR_KEY)
+def test_the_installed_package_plays_against_a_live_server(installed: Path, server: tuple[str, str]) -> None:
+    """Both entries of the installed package call the live server: gRPC from Node, Connect through fetch."""
+    grpc, http = server
+    result = node_script(PLAY, installed, grpc, http, OPERATOR_KEY)
     assert result.returncode == 0, explain(result)
     assert result.stdout.splitlines() == ["true 1 2"], explain(result)

@@ -4,12 +4,13 @@
 // itself (no process.exit).
 //
 //   node dist/examples/close-watch.js [host:port]     (or GOSTOP_ADDRESS; GOSTOP_API_KEY if needed)
+//   GOSTOP_PROTOCOL=connect node dist/examples/close-watch.js http://host:8080   (the HTTP port; or grpc-web)
 //
 // Prints one line per step; each failure as "<code> <message>".
 
 import { ConnectError } from "@connectrpc/connect";
 
-import { Code, GostopClient, GostopError } from "../src/node.js";
+import { Code, GostopClient, GostopError, type NodeProtocol } from "../src/node.js";
 
 /** "<code> <message>" of a failure (a GostopError, or a ConnectError of a raw call). */
 function describe(error: unknown): string {
@@ -29,7 +30,11 @@ async function failure(run: () => Promise<unknown>): Promise<string> {
 
 async function main(): Promise<void> {
   const address = process.argv[2] ?? process.env["GOSTOP_ADDRESS"] ?? "127.0.0.1:50051";
-  const client = new GostopClient({ address, apiKey: process.env["GOSTOP_API_KEY"] });
+  const client = new GostopClient({
+    address,
+    apiKey: process.env["GOSTOP_API_KEY"],
+    protocol: process.env["GOSTOP_PROTOCOL"] as NodeProtocol | undefined, // default: gRPC
+  });
   const game = await client.createGame({ preset: "standard", players: 2 });
   console.log(`game ${game.gameId} created at version ${game.version}`);
 

@@ -2,16 +2,21 @@
 // among its legal actions until the round is over, while a spectator watches the event stream.
 //
 //   node dist/examples/random-bot.js [host:port]     (or GOSTOP_ADDRESS; GOSTOP_API_KEY if needed)
+//   GOSTOP_PROTOCOL=connect node dist/examples/random-bot.js http://host:8080   (the HTTP port; or grpc-web)
 //
 // Prints one line per action, then the settlement, closes the client and exits 0 once the round
 // is over (by itself: nothing is left open).
 
-import { GostopClient, GostopError, Code, Phase, newRequestId, seatToken, type GameView } from "../src/node.js";
+import { GostopClient, GostopError, Code, Phase, newRequestId, seatToken, type GameView, type NodeProtocol } from "../src/node.js";
 
 async function main(): Promise<void> {
   const address = process.argv[2] ?? process.env["GOSTOP_ADDRESS"] ?? "127.0.0.1:50051";
   const seedArg = process.env["GOSTOP_SEED"];
-  const client = new GostopClient({ address, apiKey: process.env["GOSTOP_API_KEY"] });
+  const client = new GostopClient({
+    address,
+    apiKey: process.env["GOSTOP_API_KEY"],
+    protocol: process.env["GOSTOP_PROTOCOL"] as NodeProtocol | undefined, // default: gRPC
+  });
   try {
     await play(client, seedArg);
   } finally {

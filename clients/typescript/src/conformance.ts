@@ -1,17 +1,22 @@
 // Runs the shared conformance scenarios (tests/conformance/scenarios/*.json) against a server.
 //
-//   node dist/src/conformance.js [--server host:port] [--operator-key KEY] [--scenarios DIR]
-//                                [--page-size N] [FILE…]
+//   node dist/src/conformance.js [--server ADDRESS] [--protocol grpc|connect|grpc-web]
+//                                [--http-version 1.1|2] [--fetch] [--operator-key KEY]
+//                                [--scenarios DIR] [--page-size N] [FILE…]
 //
-// The server also comes from GOSTOP_ADDRESS, the key from GOSTOP_OPERATOR_KEY, the folder from
-// GOSTOP_SCENARIOS (default: the repository's tests/conformance/scenarios). For each scenario it
-// creates the game with the operator key, submits every step with its seat's token at the version
-// it holds (with a request id), reads the whole log page by page (7 entries a page by default, so
-// that paging is exercised) and checks the final version, every entry's version, seat, action id
-// and action, every event, the last round's settlement and the named fields of the spectator's
-// final view, parsing the expected JSON into the proto messages and comparing messages (not
-// strings). Prints one line per scenario and `N passed, N failed`; exits 1 when one failed, 2
-// when none was found.
+// The protocol is gRPC by default (the server's gRPC port, "host:port"); "connect" and
+// "grpc-web" speak to its HTTP port (`--server http://host:port`, or host:port), over HTTP/1.1 by
+// default or HTTP/2 with --http-version 2. With --fetch the calls go through the package's browser
+// entry instead (createBrowserClient: @connectrpc/connect-web over fetch, as in a page; Connect or
+// gRPC-Web). The server also comes from GOSTOP_ADDRESS, the key from GOSTOP_OPERATOR_KEY, the
+// folder from GOSTOP_SCENARIOS (default: the repository's tests/conformance/scenarios). For each
+// scenario it creates the game with the operator key, submits every step with its seat's token at
+// the version it holds (with a request id), reads the whole log page by page (7 entries a page by
+// default, so that paging is exercised) and checks the final version, every entry's version, seat,
+// action id and action, every event, the last round's settlement and the named fields of the
+// spectator's final view, parsing the expected JSON into the proto messages and comparing messages
+// (not strings). Prints the transport, one line per scenario and `N passed, N failed`; exits 1
+// when one failed, 2 when none was found (or on a bad option).
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
@@ -34,11 +39,14 @@ import {
   GameViewSchema,
   GostopClient,
   SettlementSchema,
+  createBrowserClient,
   actionId,
   seatToken,
+  type NodeProtocol,
   type Settlement,
   type TurnResult,
 } from "./node.js";
+import type { GostopClient as AnyClient } from "./index.js";
 
 interface Step {
   seat: number;
@@ -97,7 +105,7 @@ function checkMessage<Desc extends DescMessage>(
   );
 }
 
-async function runScenario(client: GostopClient, scenario: Scenario, pageSize: number): Promise<void> {
+async function runScenario(client: AnyClient, scenario: Scenario, pageSize: number): Promise<void> {
   check((scenario.format ?? FORMAT) <= FORMAT, () => `scenario format ${scenario.format}, this runner reads ${FORMAT}`);
   const game = await client.createGame(fromJson(CreateGameRequestSchema, scenario.create));
   const gameId = game.gameId;
@@ -192,6 +200,11 @@ async function runScenario(client: GostopClient, scenario: Scenario, pageSize: n
 
 interface Args {
   server: string;
+  protocol: NodeProtocol;
+  /** Unset: the client's default (HTTP/2 for gRPC, HTTP/1.1 for the others). */
+  httpVersion: "1.1" | "2" | undefined;
+  /** Through the browser entry (fetch) rather than Node's HTTP stacks. */
+  fetch: boolean;
   key: string;
   dir: string;
   pageSize: number;
@@ -206,6 +219,9 @@ function parseArgs(argv: string[]): Args {
   let key = process.env["GOSTOP_OPERATOR_KEY"] ?? "";
   let dir = process.env["GOSTOP_SCENARIOS"] ?? join(repoRoot, "tests", "conformance", "scenarios");
   let pageSize = 7;
+  let protocol: NodeProtocol = "grpc";
+  let httpVersion: "1.1" | "2" | undefined;
+  let fetch = false;
   const files: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? "";
@@ -218,6 +234,20 @@ function parseArgs(argv: string[]): Args {
     };
     if (arg === "--server") {
       server = value();
+    } else if (arg === "--protocol") {
+      const name = value();
+      if (name !== "grpc" && name !== "connect" && name !== "grpc-web") {
+        throw new Error(`--protocol ${name}: grpc, connect or grpc-web`);
+      }
+      protocol = name;
+    } else if (arg === "--http-version") {
+      const version = value();
+      if (version !== "1.1" && version !== "2") {
+        throw new Error(`--http-version ${version}: 1.1 or 2`);
+      }
+      httpVersion = version;
+    } else if (arg === "--fetch") {
+      fetch = true;
     } else if (arg === "--operator-key") {
       key = value();
     } else if (arg === "--scenarios") {
@@ -232,11 +262,31 @@ function parseArgs(argv: string[]): Args {
       server = arg;
     }
   }
-  return { server, key, dir, pageSize, files };
+  if (fetch && protocol === "grpc") {
+    throw new Error("--fetch needs --protocol connect or grpc-web (browsers cannot speak gRPC)");
+  }
+  if (fetch && httpVersion !== undefined) {
+    throw new Error("--fetch uses the HTTP version fetch negotiates: no --http-version");
+  }
+  return { server, protocol, httpVersion, fetch, key, dir, pageSize, files };
+}
+
+/** The client of `args`, and a line that says how it reaches the server. */
+function makeClient(args: Args): { client: AnyClient; how: string } {
+  const apiKey = args.key || undefined;
+  if (args.fetch) {
+    const baseUrl = /^[a-z]+:\/\//i.test(args.server) ? args.server : `http://${args.server}`;
+    const client = createBrowserClient({ baseUrl, protocol: args.protocol === "grpc-web" ? "grpc-web" : "connect", apiKey });
+    return { client, how: `${args.protocol} over fetch (the browser entry) to ${baseUrl}` };
+  }
+  const client = new GostopClient({ address: args.server, protocol: args.protocol, httpVersion: args.httpVersion, apiKey });
+  const http = `HTTP/${args.httpVersion ?? (args.protocol === "grpc" ? "2" : "1.1")}`;
+  return { client, how: `${args.protocol} over ${http} (Node) to ${args.server}` };
 }
 
 async function main(): Promise<number> {
-  const { server, key, dir, pageSize, files } = parseArgs(process.argv.slice(2));
+  const args = parseArgs(process.argv.slice(2));
+  const { dir, pageSize, files } = args;
   let paths = files;
   if (paths.length === 0) {
     let names: string[] = [];
@@ -247,7 +297,8 @@ async function main(): Promise<number> {
     }
     paths = names.filter((n) => n.endsWith(".json")).sort().map((n) => join(dir, n));
   }
-  const client = new GostopClient({ address: server, apiKey: key || undefined });
+  const { client, how } = makeClient(args);
+  console.log(`conformance: ${how}`);
   let passed = 0;
   let failed = 0;
   for (const path of paths) {
@@ -268,6 +319,7 @@ async function main(): Promise<number> {
     console.log(`no scenarios found in ${dir}`);
   }
   console.log(`${passed} passed, ${failed} failed`);
+  client.close();
   return failed > 0 ? 1 : paths.length === 0 ? 2 : 0;
 }
 

@@ -89,6 +89,16 @@ export function createNodeConnection(options: Omit<NodeClientOptions, keyof Comm
   const url = baseUrl(options.address);
   const protocol = options.protocol ?? "grpc";
   const useBinaryFormat = options.useBinaryFormat ?? true;
+  // Checked here too: the options may come from a command line or the environment.
+  if (!["grpc", "connect", "grpc-web"].includes(protocol)) {
+    throw new Error(`unknown protocol ${String(protocol)}: "grpc", "connect" or "grpc-web"`);
+  }
+  if (options.httpVersion !== undefined && !["1.1", "2"].includes(options.httpVersion)) {
+    throw new Error(`unknown HTTP version ${String(options.httpVersion)}: "1.1" or "2"`);
+  }
+  if (protocol === "grpc" && options.httpVersion === "1.1") {
+    throw new Error("gRPC needs HTTP/2: no httpVersion \"1.1\" with protocol \"grpc\"");
+  }
   if (protocol === "grpc" || options.httpVersion === "2") {
     const sessions = new ClosableSessionManager(url);
     const common = { baseUrl: url, httpVersion: "2" as const, sessionManager: sessions };
@@ -103,15 +113,7 @@ export function createNodeConnection(options: Omit<NodeClientOptions, keyof Comm
   // HTTP/1.1: the client's own keep-alive agent, whose sockets close() destroys.
   const agent = url.startsWith("https:") ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
   const common = { baseUrl: url, httpVersion: "1.1" as const, nodeOptions: { agent }, useBinaryFormat };
-  const transport =
-    protocol === "connect"
-      ? createConnectTransport(common)
-      : protocol === "grpc-web"
-        ? createGrpcWebTransport(common)
-        : undefined;
-  if (transport === undefined) {
-    throw new Error(`unknown protocol ${String(protocol)}: "grpc", "connect" or "grpc-web"`);
-  }
+  const transport = protocol === "connect" ? createConnectTransport(common) : createGrpcWebTransport(common);
   return { transport, close: () => agent.destroy() };
 }
 
