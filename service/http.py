@@ -15,7 +15,10 @@ the package as ``gostop/web``).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import contextvars
+import json
 import mimetypes
 import socket
 import time
@@ -27,6 +30,8 @@ from typing import Any
 import grpc
 import structlog
 from connectrpc.code import Code
+from connectrpc.codec import Codec
+from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
 from connectrpc.errors import ConnectError, ErrorDetail
 from google.rpc import error_details_pb2
 from protobuf.wkt import Any as ConnectAny
@@ -35,7 +40,7 @@ from gostop.v1 import game_pb2 as pb
 from gostop.v1.game_connect import GameServiceASGIApplication
 
 from .config import Config
-from .errors import DOMAIN, ServiceError, classify
+from .errors import DOMAIN, ServiceError, classify, invalid
 from .games import Games
 from .metrics import Metrics
 
@@ -58,6 +63,30 @@ def connect_error(err: ServiceError) -> ConnectError:
     return ConnectError(_CODES.get(err.code.name, Code.UNKNOWN), err.message, [ErrorDetail(detail)])
 
 
+class _Checked:
+    """A codec whose decoding failure is the service's own error (``MALFORMED_REQUEST``, with its
+    ``ErrorInfo``), as on the gRPC port, rather than the library's bare one."""
+
+    def __init__(self, inner: Codec[Any, Any]) -> None:
+        self.inner = inner
+
+    def name(self) -> str:
+        return self.inner.name()
+
+    def encode(self, message: Any) -> bytes:
+        return self.inner.encode(message)
+
+    def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
+        try:
+            return self.inner.decode(data, message_class)
+        except Exception:
+            raise connect_error(invalid("MALFORMED_REQUEST", "the request is not a valid message of this "
+                                        "method")) from None
+
+
+CODECS = [_Checked(google_protobuf_binary_codec()), _Checked(google_protobuf_json_codec())]
+
+
 def protocol_of(content_type: str) -> str:
     """The protocol label of a call from its content type: ``connect``, ``grpc-web`` or ``grpc``."""
     if content_type.startswith("application/grpc-web"):
@@ -65,6 +94,10 @@ def protocol_of(content_type: str) -> str:
     if content_type.startswith("application/grpc"):
         return "grpc"
     return "connect"
+
+
+_HANDLED: contextvars.ContextVar[list[bool]] = contextvars.ContextVar("gostop_http_handled")
+"""Set per request by ``Refusals``: whether the call reached a handler (and so was observed there)."""
 
 
 class _Call:
@@ -79,6 +112,9 @@ class _Call:
         self.protocol = protocol_of(headers.get("content-type", "") if ctx.http_method == "POST" else "")
         self.headers = headers
         self.ctx = ctx
+        seen = _HANDLED.get(None)
+        if seen is not None:
+            seen.append(True)
         self.started = time.perf_counter()
         m = service.metrics
         self.labels = (kind, SERVICE, name, self.protocol)
@@ -193,6 +229,112 @@ class ConnectGameService:
         except Exception as exc:
             raise call.fail(exc) from None
         call.finish(grpc.StatusCode.OK)
+
+
+_STATUS_CODES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "UNIMPLEMENTED",
+                 405: "UNIMPLEMENTED", 408: "DEADLINE_EXCEEDED", 413: "RESOURCE_EXHAUSTED", 415: "INVALID_ARGUMENT",
+                 429: "RESOURCE_EXHAUSTED"}
+_METHODS = frozenset(m.name for m in pb.DESCRIPTOR.services_by_name["GameService"].methods)
+
+
+def _refusal(status: int, body: bytes, trailers: dict[bytes, bytes]) -> tuple[str, str]:
+    """The gRPC code name and ErrorInfo reason of a refused call, from what was sent back: a Connect
+    error body, a Connect end-of-stream message, a gRPC-Web trailer frame, gRPC trailers, or the
+    HTTP status."""
+    error: Any = None
+    text = body
+    if status == 200 and len(body) >= 5 and body[0] & 0x80:  # gRPC-Web trailers
+        lines = dict(line.split(b":", 1) for line in body[5:].split(b"\r\n") if b":" in line)
+        trailers = {k.strip().lower(): v.strip() for k, v in lines.items()}
+    elif status == 200 and len(body) >= 5 and body[0] & 0x02:  # Connect end of stream
+        text = body[5:]
+    if b"grpc-status" in trailers:
+        code = int(trailers[b"grpc-status"])
+        name = next((c.name for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN")
+        return name, ""
+    with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
+        doc = json.loads(text)
+        error = doc.get("error", doc)
+    if isinstance(error, dict) and isinstance(error.get("code"), str):
+        name = error["code"].upper()
+        name = "CANCELLED" if name == "CANCELED" else name
+        reason = ""
+        for detail in error.get("details", []) or []:
+            with contextlib.suppress(Exception):
+                if detail.get("type") == "google.rpc.ErrorInfo":
+                    value = detail["value"]
+                    reason = error_details_pb2.ErrorInfo.FromString(
+                        base64.b64decode(value + "=" * (-len(value) % 4))).reason
+        return (name if name in grpc.StatusCode.__members__ else "UNKNOWN"), reason
+    return _STATUS_CODES.get(status, "UNKNOWN"), ""
+
+
+class Refusals:
+    """Calls the Connect application refused before any handler ran (a body too large, bytes that are
+    no message of the method, a bad timeout or compression, an unknown method) are counted and logged
+    like every other failed call; header values that are not UTF-8 reach the service as text that
+    fails its checks (a malformed credential), never as the library's decoding error."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        if scope["type"] != "http" or not path.startswith(f"/{SERVICE}/"):
+            await self.app(scope, receive, send)
+            return
+        headers = []
+        for key, value in scope.get("headers", ()):
+            try:
+                bytes(value).decode("utf-8")
+            except UnicodeDecodeError:
+                value = bytes(value).decode("latin-1").encode("utf-8")
+            headers.append((key, value))
+        scope = {**scope, "headers": headers}
+        try:
+            scope["query_string"].decode("utf-8")
+        except (KeyError, UnicodeDecodeError, AttributeError):
+            scope["query_string"] = b""
+        name = path.rsplit("/", 1)[1]
+        handled: list[bool] = []
+        token = _HANDLED.set(handled)
+        status = 0
+        head = bytearray()
+        trailers: dict[bytes, bytes] = {}
+        started = time.perf_counter()
+
+        async def watching(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                trailers.update((bytes(k).lower(), bytes(v)) for k, v in message.get("headers", ())
+                                if bytes(k).lower() == b"grpc-status")
+            elif message["type"] == "http.response.body" and not handled and len(head) < 4096:
+                head.extend(message.get("body", b"")[:4096])
+            elif message["type"] == "http.response.trailers":
+                trailers.update((bytes(k).lower(), bytes(v)) for k, v in message.get("headers", ()))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watching)
+        finally:
+            _HANDLED.reset(token)
+        if handled or not status:
+            return
+        code, reason = _refusal(status, bytes(head), trailers)
+        method = name if name in _METHODS else "unknown"
+        kind = "server_stream" if method == "WatchGame" else "unary"
+        content_type = next((bytes(v).decode("latin-1") for k, v in headers if k == b"content-type"), "")
+        labels = (kind, SERVICE, method, protocol_of(content_type))
+        m = self.metrics
+        m.started.labels(*labels).inc()
+        m.msg_received.labels(*labels).inc()
+        m.handled.labels(*labels, code).inc()
+        m.handling.labels(*labels).observe(time.perf_counter() - started)
+        structlog.contextvars.clear_contextvars()
+        log.warning("rpc", rpc=method, code=code, duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                    protocol=labels[3], **({"reason": reason} if reason else {}))
 
 
 # ------------------------------------------------------------------------------------- CORS
@@ -338,8 +480,8 @@ def build_app(games: Games, metrics: Metrics, config: Config, tracebacks: Any,
               web: Path | None = None) -> ASGIApp:
     """The whole HTTP application: CORS around the web table around the Connect application."""
     service = ConnectGameService(games, metrics, tracebacks)
-    api: ASGIApp = GameServiceASGIApplication(service, read_max_bytes=config.max_message_bytes)
-    return Cors(WebTable(api, web if web is not None else web_root()), config.keys("cors_origins"))
+    api: ASGIApp = GameServiceASGIApplication(service, read_max_bytes=config.max_message_bytes, codecs=CODECS)
+    return Cors(Refusals(WebTable(api, web if web is not None else web_root()), metrics), config.keys("cors_origins"))
 
 
 # --------------------------------------------------------------------------------- serving it

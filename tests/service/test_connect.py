@@ -334,3 +334,71 @@ def listeners(port: int) -> int:
         if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
             count += 1
     return count
+
+
+G = "/gostop.v1.GameService/"
+HOSTILE = [
+    # (method, path, body, headers, HTTP status, Connect code or gRPC status in the body)
+    ("POST", G + "CreateGame", b"\xff\xff\xff", {"content-type": "application/proto"}, 400, b"invalid_argument"),
+    ("POST", G + "CreateGame", b"{not json", {"content-type": "application/json"}, 400, b"not a valid message of this method"),
+    ("POST", G + "CreateGame", b"x" * 5000, {"content-type": "application/proto"}, 429, b"resource_exhausted"),
+    ("POST", G + "CreateGame", b"{}", {"content-type": "text/plain"}, 415, b""),
+    ("POST", G + "Nope", b"{}", {"content-type": "application/json"}, 404, b""),
+    ("POST", G + "GetGame", b'{"gameId":"abc"}',
+     {"content-type": "application/json", "authorization": "Bearer \xff\xfe"}, 401, b"malformed seat token"),
+    ("POST", G + "GetGame", b'{"gameId":"abc"}', {"content-type": "application/json", "x-api-key": "k\xc3\xa9"},
+     401, b"unknown API key"),
+    ("POST", G + "GetGame", b'{"gameId":"abc"}', {"content-type": "application/json", "connect-timeout-ms": "-5"},
+     400, b"invalid_argument"),
+    ("POST", G + "SubmitAction", b'{"gameId":"abc","expectedVersion":"99999999999999999999999"}',
+     {"content-type": "application/json"}, 400, b"not a valid message of this method"),
+    ("POST", G + "WatchGame", b"\x00\x00\x00\x00\x05hello", {"content-type": "application/connect+proto"}, 200,
+     b"not a valid message of this method"),
+    ("POST", G + "WatchGame", b"\x00\xff\xff\xff\xff", {"content-type": "application/connect+proto"}, 200,
+     b"resource_exhausted"),
+    ("POST", G + "GetGame", b"\x01\x00\x00\x00\x02\x0a\x00",
+     {"content-type": "application/grpc-web+proto", "grpc-encoding": "gzip"}, 200, b"grpc-status: 3"),
+    ("POST", G + "GetGame", b"junk", {"content-type": "application/json", "content-encoding": "gzip"}, 400,
+     b"invalid_argument"),
+    ("GET", G + "ListRuleSets?connect=v1&encoding=json&message=%ZZ", b"", {}, 400, b"not a valid message of this method"),
+    ("GET", G + "GetGame?connect=v1&encoding=json&message=%7B%7D", b"", {}, 405, b""),
+    ("PUT", G + "GetGame", b"{}", {"content-type": "application/json"}, 405, b""),
+]
+
+
+def raw(port: int, method: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    """A request with header values sent as the bytes given (latin-1), as a hostile client may."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.putrequest(method, path, skip_accept_encoding=True)
+        for key, value in headers.items():
+            connection.putheader(key, value.encode("latin-1"))
+        connection.putheader("content-length", str(len(body)))
+        connection.endheaders()
+        connection.send(body)
+        reply = connection.getresponse()
+        return reply.status, reply.read()
+    finally:
+        connection.close()
+
+
+async def test_hostile_http_requests_get_the_callers_error_and_are_counted() -> None:
+    """Regression: header bytes that are not UTF-8 gave the library's 500 (code unknown), and refusals
+    made before any handler ran (bad bodies, sizes, timeouts, compression) were neither logged nor
+    counted and carried no ErrorInfo."""
+    server = Server(config("", http_listen="127.0.0.1:0", max_message_bytes=1000))
+    await server.start()
+    try:
+        for method, path, body, headers, status, marker in HOSTILE:
+            got, reply = await asyncio.to_thread(raw, server.http_port, method, path, body, headers)
+            assert got == status, (path, headers, got, reply[:300])
+            assert marker in reply, (path, headers, reply[:300])
+            assert b'"unknown"' not in reply and b'"internal"' not in reply, reply[:300]
+        registry = server.metrics.registry
+        total = sum(s.value for family in registry.collect() if family.name == "grpc_server_handled"
+                    for s in family.samples if s.name == "grpc_server_handled_total")
+        assert total == len(HOSTILE), "every refused call is counted"
+        assert not any(s.labels.get("grpc_code") in ("INTERNAL", "UNKNOWN") for family in registry.collect()
+                       for s in family.samples)
+    finally:
+        await server.stop(0)
