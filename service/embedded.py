@@ -58,12 +58,14 @@ def operator_key_of(config: Config) -> str:
 
 class EmbeddedServer:
     """A server in a background thread with its own event loop: ``start()``/``stop()``, or a
-    ``with`` block. ``port``, ``target`` and ``operator_key`` are set once it has started."""
+    ``with`` block. ``port``, ``http_port`` (0 when its HTTP port is off, the default),
+    ``target`` and ``operator_key`` are set once it has started."""
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config if config is not None else local_config(log_format="json", log_level="error")
         self.operator_key = operator_key_of(self.config)
         self.port = 0
+        self.http_port = 0
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -79,6 +81,7 @@ class EmbeddedServer:
         async def serve() -> None:
             async with serving(self.config) as server:
                 self.port, self._loop, self._stop = server.port, asyncio.get_running_loop(), asyncio.Event()
+                self.http_port = server.http_port
                 ready.set()
                 await self._stop.wait()
 
