@@ -24,8 +24,25 @@ function month(m: number): string {
   return lang() === "ko" ? `${m}월 ${MONTH_NAMES_KO[m - 1] ?? ""}` : `month ${m} (${MONTH_NAMES_KO[m - 1] ?? ""})`;
 }
 
+const YOU_VERBS: Record<string, string> = {
+  plays: "play", flips: "flip", captures: "capture", takes: "take", goes: "go", wins: "win", loses: "lose",
+  sits: "sit", sells: "sell", uses: "use", keeps: "keep", makes: "make", pays: "pay", stacks: "stack", shakes: "shake",
+};
+
+/** English agreement for the viewer, who is "You": "You plays" → "You play", "its own" → "your own". */
+function agree(line: string): string {
+  return line
+    .replace(/\bYou (\w+)\b/g, (all, verb: string) => (YOU_VERBS[verb] ? `You ${YOU_VERBS[verb]}` : all))
+    .replace(/\bYou take its own\b/, "You take your own");
+}
+
 /** One line of the log; "" for events that only matter to the machinery. */
 export function eventLine(event: Event, seat: SeatName): string {
+  const line = eventText(event, seat);
+  return lang() === "ko" ? line : agree(line);
+}
+
+function eventText(event: Event, seat: SeatName): string {
   const ko = lang() === "ko";
   const k = event.kind;
   switch (k.case) {
@@ -135,46 +152,52 @@ export function eventLine(event: Event, seat: SeatName): string {
   }
 }
 
-/** The big word flashed on the table for a special event ("" for none). */
-export function flashText(event: Event, seat: SeatName): string {
+/** The word flashed on the table for a special event, and who it concerns ("" for none). */
+export function flashText(event: Event, seat: SeatName): { word: string; who: string } | undefined {
   const ko = lang() === "ko";
   const k = event.kind;
+  const at = (word: string, s: number): { word: string; who: string } => ({ word, who: seat(s) });
   switch (k.case) {
     case "ppeokFormed":
-      return "뻑!";
+      return at("뻑!", k.value.seat);
     case "ppeokRecaptured":
-      return k.value.own ? "자뻑!" : ko ? "뻑 먹음!" : "뻑 taken!";
+      return at(k.value.own ? "자뻑!" : ko ? "뻑 먹음!" : "뻑 taken!", k.value.seat);
     case "jjok":
-      return "쪽!";
+      return { word: "쪽!", who: "" };
     case "ttadak":
-      return "따닥!";
+      return { word: "따닥!", who: "" };
     case "sseul":
-      return "쓸!";
+      return at("쓸!", k.value.seat);
     case "piStolen":
-      return ko ? `피 뺏기 · ${seat(k.value.seat)}` : `피 stolen · ${seat(k.value.seat)}`;
+      return {
+        word: ko ? `피 +${k.value.cards.length}` : `피 +${k.value.cards.length}`,
+        who: `${seat(k.value.victim)} → ${seat(k.value.seat)}`,
+      };
     case "bonusCaptured":
-      return `${cardName(k.value.card)}!`;
+      return at(`${cardName(k.value.card)}!`, k.value.seat);
     case "shaken":
-      return "흔들기!";
+      return at("흔들기!", k.value.seat);
     case "bombed":
-      return "폭탄!";
+      return at("폭탄!", k.value.seat);
     case "wentGo":
-      return `${k.value.count}고!`;
+      return at(`${k.value.count}고!`, k.value.seat);
     case "stopped":
-      return "스톱!";
+      return at("스톱!", k.value.seat);
     case "instantWin":
     case "instantLoss":
-      return `${term(k.value.reason)}!`;
+      return at(`${term(k.value.reason)}!`, k.value.seat);
     case "instantPaid":
-      return k.value.payment ? `${term(k.value.payment.reason)}!` : "";
+      return k.value.payment
+        ? { word: `${term(k.value.payment.reason)}!`, who: `${seat(k.value.payment.payer)} → ${seat(k.value.payment.payee)}` }
+        : undefined;
     case "nagari":
-      return "나가리";
+      return { word: "나가리", who: "" };
     case "gukjinDecided":
-      return k.value.converted ? (ko ? "국진 → 쌍피" : "국진 → 쌍피") : "";
+      return k.value.converted ? at("국진 → 쌍피", k.value.seat) : undefined;
     case "redealt":
-      return ko ? "다시 돌림" : "Redeal";
+      return { word: ko ? "다시 돌림" : "Redeal", who: "" };
     default:
-      return "";
+      return undefined;
   }
 }
 

@@ -43,8 +43,6 @@ export interface TableState {
   connection: Connection;
   busy: boolean;
   error: string | undefined;
-  /** The newest live special event, for the flash on the table. */
-  flash: LoggedEvent | undefined;
   notFound: boolean;
 }
 
@@ -61,10 +59,6 @@ function unb64(text: string): Uint8Array {
   return out;
 }
 
-const FLASH = new Set([
-  "ppeokFormed", "ppeokRecaptured", "jjok", "ttadak", "sseul", "piStolen", "bonusCaptured", "shaken", "bombed",
-  "wentGo", "stopped", "instantWin", "instantLoss", "instantPaid", "nagari", "gukjinDecided", "redealt",
-]);
 
 export class Table {
   state: TableState;
@@ -85,7 +79,7 @@ export class Table {
     const token = savedToken(gameId);
     this.state = {
       gameId, token, view: undefined, version: 0n, log: [], connection: "connecting", busy: false,
-      error: undefined, flash: undefined, notFound: false,
+      error: undefined, notFound: false,
     };
   }
 
@@ -208,9 +202,7 @@ export class Table {
       events: this.saved, lastVersion: String(this.lastVersion), lastCount: this.lastCount,
     });
     const entry: LoggedEvent = { n: this.n++, version: message.version, event, live };
-    const patch: Partial<TableState> = { log: [...this.state.log, entry] };
-    if (live && event.kind.case !== undefined && FLASH.has(event.kind.case)) patch.flash = entry;
-    this.set(patch);
+    this.set({ log: [...this.state.log, entry] });
     if (message.version > this.state.version) void this.refresh();
   }
 

@@ -6,7 +6,7 @@ import type { JSX } from "preact";
 
 import { GoScoring, Phase, type GameView, type SeatView } from "../api";
 import { cardName, GUKJIN, monthOf } from "../cards";
-import { lang, t, term } from "../i18n";
+import { lang, t, term, termKo } from "../i18n";
 import { goScore, score, stopPreview, type BaseScore, type RuleFacts, type SeatFacts } from "../scoring";
 import { seatNamer } from "../events";
 import { Card } from "./Card";
@@ -133,9 +133,10 @@ function GoStopBody({ view, me }: { view: GameView; me: SeatView }): JSX.Element
         </p>
         <ul>
           {preview.bills.map((b) => (
-            <li key={b.seat}>
-              {namer(b.seat)}: {b.points}
-              {b.factors.map((f) => ` (${term(f.name)} ×${f.value})`).join("")}
+            <li key={b.seat} title={b.factors.map((f) => term(f.name)).join(", ")}>
+              {namer(b.seat)}: {preview.goPoints}
+              {preview.winnerFactors.map((f) => ` × ${f.value}`).join("")}
+              {b.factors.map((f) => ` × ${f.value} ${termKo(f.name)}`).join("")} = <strong>{b.points}</strong>
               {b.pays !== b.points && ` → ${b.pays}`}
             </li>
           ))}

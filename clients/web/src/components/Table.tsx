@@ -186,29 +186,39 @@ function recentCards(log: LoggedEvent[]): Set<number> {
   return out;
 }
 
+/** The latest two actions (usually one's own and the opponent's), their cards and their events. */
 function LastAction({ log, namer }: { log: LoggedEvent[]; namer: SeatName }): JSX.Element | null {
   const last = log[log.length - 1];
   if (last === undefined) return null;
-  const events = log.filter((e) => e.version === last.version);
-  const shown = events.map((e) => ({ e, text: eventLine(e.event, namer) })).filter((x) => x.text);
-  const played = events.flatMap((e) =>
-    e.event.kind.case === "cardPlayed" || e.event.kind.case === "cardFlipped" ? [e.event.kind.value.card] : [],
-  );
+  const versions = [...new Set(log.map((e) => e.version))].slice(-2).reverse();
   return (
     <section class="last-action" data-testid="last-action" data-version={String(last.version)}>
       <h3>{t("lastAction")}</h3>
-      <div class="last-cards">
-        {played.map((c, i) => (
-          <Card key={`${c}-${i}`} id={c} class="small" />
-        ))}
-      </div>
-      <ul>
-        {shown.map(({ e, text }) => (
-          <li key={e.n} class={isSpecial(e.event) ? "special" : ""}>
-            {text.trim()}
-          </li>
-        ))}
-      </ul>
+      {versions.map((v, i) => {
+        const events = log.filter((e) => e.version === v);
+        const shown = events.map((e) => ({ e, text: eventLine(e.event, namer) })).filter((x) => x.text);
+        const played = events.flatMap((e) =>
+          e.event.kind.case === "cardPlayed" || e.event.kind.case === "cardFlipped" ? [e.event.kind.value.card] : [],
+        );
+        return (
+          <div class={`action-group ${i > 0 ? "older" : ""}`} key={String(v)}>
+            {played.length > 0 && (
+              <div class="last-cards">
+                {played.map((c, k) => (
+                  <Card key={`${c}-${k}`} id={c} class="small" />
+                ))}
+              </div>
+            )}
+            <ul>
+              {shown.map(({ e, text }) => (
+                <li key={e.n} class={isSpecial(e.event) ? "special" : ""}>
+                  {text.trim()}
+                </li>
+              ))}
+            </ul>
+          </div>
+        );
+      })}
     </section>
   );
 }
@@ -239,13 +249,25 @@ function Log({ log, namer, open }: { log: LoggedEvent[]; namer: SeatName; open: 
   );
 }
 
-function Flash({ entry, namer }: { entry: LoggedEvent | undefined; namer: SeatName }): JSX.Element | null {
-  if (entry === undefined) return null;
-  const text = flashText(entry.event, namer);
-  if (!text) return null;
+/** The special events of the latest version, flashed over the table as they arrive. */
+function Flash({ log, namer }: { log: LoggedEvent[]; namer: SeatName }): JSX.Element | null {
+  const last = log[log.length - 1];
+  if (last === undefined || !last.live) return null;
+  const pills = log
+    .filter((e) => e.version === last.version && e.live)
+    .flatMap((e) => {
+      const f = flashText(e.event, namer);
+      return f ? [{ n: e.n, ...f }] : [];
+    });
+  if (pills.length === 0) return null;
   return (
-    <div class="flash" key={entry.n} data-testid="flash" aria-live="polite">
-      {text}
+    <div class="flash" key={String(last.version)} data-testid="flash" aria-live="polite">
+      {pills.map((p) => (
+        <span class="flash-pill" key={p.n}>
+          <strong>{p.word}</strong>
+          {p.who && <small>{p.who}</small>}
+        </span>
+      ))}
     </div>
   );
 }
@@ -404,7 +426,7 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
             </section>
           )}
           {view.viewer < 0 && <p class="hint">{t("spectator")}</p>}
-          <Flash entry={state.flash} namer={namer} />
+          <Flash log={state.log} namer={namer} />
         </div>
         <aside class="side">
           <LastAction log={state.log} namer={namer} />

@@ -1,0 +1,473 @@
+"""The web table in a real browser (Debian's chromium driven by Playwright) against ``gostop serve``.
+
+- A person's clicks play a whole round against a bot seat: lobby, table, decisions, settlement;
+  the settlement the page shows is GetGame's; reloading the page mid-round resumes the seat and
+  the event log; nothing the page received reveals another seat's hand or the stock (checked
+  against the engine's replay of the game's full log).
+- Each decision is a clear prompt, on a deal chosen for it: the two-card choice, 흔들기, 국진 with
+  the score either way (the engine's), go/stop with the score a stop collects (the settlement's),
+  by keys as well as clicks; the layout holds at a phone's width; Korean and English labels.
+
+Screenshots of the lobby, a mid-round table, the go/stop prompt, a phone-width table and the
+settlement are saved under test-artifacts/web (docs/web-table.png is one of them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gostop.client import GostopClient
+from gostop.engine import match_apply, new_match, next_round
+from gostop.engine.scoring import score
+from gostop.engine.state import State
+from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert
+from testkit.servers import OPERATOR_KEY, rules_from_pb
+from testkit.web import (
+    CAPTURE_SCRIPT,
+    WebServer,
+    cards_in,
+    chromium,
+    decode_received,
+    page_built,
+    start_web_server,
+)
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the [dev] extra")
+from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "web"
+CHROMIUM = chromium()
+
+pytestmark = [
+    pytest.mark.skipif(not page_built(), reason="the web table is not built: make web"),
+    pytest.mark.skipif(CHROMIUM is None, reason="no chromium: make chromium (Debian's package)"),
+]
+
+WAIT_MS = 30_000
+"""How long a step may take to show (a bot's turn, a reconnect): a bound on waiting, not a timed assertion."""
+
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="module")
+def open_server() -> Iterator[WebServer]:
+    """A server that needs no key to create a game (as ``make run``)."""
+    server = start_web_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def operator_server() -> Iterator[WebServer]:
+    """A server with an operator key: the test deals the cards."""
+    server = start_web_server(operator_key=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def shot(page: Page, name: str, full_page: bool = False) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / name
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
+
+
+def table_attr(page: Page, name: str) -> str:
+    value = page.get_attribute("[data-testid=table]", f"data-{name}")
+    assert value is not None
+    return value
+
+
+def wait_for_my_move(page: Page) -> None:
+    """Until the page waits for this seat (an enabled choice or hand card) or shows the settlement."""
+    page.wait_for_function(
+        """() => {
+          const t = document.querySelector('[data-testid=table]');
+          return t && t.dataset.busy === '0' && (document.querySelector('[data-testid=settlement]') ||
+            document.querySelector('[data-testid=choice]:not([disabled])') ||
+            document.querySelector('[data-testid=hand-card]:not([disabled])'));
+        }""",
+        timeout=WAIT_MS,
+    )
+
+
+def wait_version_after(page: Page, version: str) -> None:
+    page.wait_for_function(
+        f"() => document.querySelector('[data-testid=table]')?.dataset.version !== '{version}'", timeout=WAIT_MS)
+
+
+def my_token(page: Page, game_id: str) -> str:
+    token = page.evaluate(f"() => sessionStorage.getItem('gostop.token.{game_id}')")
+    assert isinstance(token, str) and token
+    return token
+
+
+def game_id_of(page: Page) -> str:
+    match = re.search(r"#/g/([A-Za-z0-9_-]+)", page.url)
+    assert match, page.url
+    return match.group(1)
+
+
+def received(page: Page) -> list[dict[str, Any]]:
+    entries = page.evaluate("() => window.__gostopReceived")
+    assert isinstance(entries, list)
+    return entries
+
+
+def play_one_decision(page: Page, use_keys: bool) -> None:
+    """One decision as a person makes it: a prompt's first choice (stop at go/stop), or a playable
+    hand card and then its confirmation; by keys or by clicks."""
+    phase = table_attr(page, "phase")
+    if phase != "PLAY":
+        choice = page.locator("[data-testid=choice]:not([disabled])")
+        assert choice.count() >= 1, f"no choice in phase {phase}"
+        target = page.locator("[data-testid=choice][data-action='231']") if phase == "GO_STOP" else choice.first
+        if use_keys:
+            page.keyboard.press(target.locator(".key").inner_text())
+        else:
+            target.click()
+        return
+    card = page.locator("[data-testid=hand-card]:not([disabled])").first
+    if use_keys:
+        page.keyboard.press(card.locator(".key").inner_text())
+    else:
+        card.click()
+    page.wait_for_selector("[data-testid=choice]:not([disabled])", timeout=WAIT_MS)
+    # The selected card shows what it would take (the floor cards of its month are marked).
+    assert page.locator("[data-testid=decision]").inner_text().strip()
+    if use_keys:
+        page.keyboard.press("Enter")
+    else:
+        page.locator("[data-testid=choice]:not([disabled])").first.click()
+
+
+# ------------------------------------------------------------------------------- secrecy
+
+
+def replay_states(log: pb.GetGameLogResponse) -> dict[int, State]:
+    """The engine's state of the round after every version of the game, rebuilt from its full log."""
+    deal = convert.deal_from_pb(log.deal) if log.HasField("deal") else None
+    match, _ = new_match(rules_from_pb(log.rules), log.seed, log.rounds, deal=deal)
+    states = {1: match.round}
+    for entry in log.entries[1:]:
+        if entry.HasField("action"):
+            match, _ = match_apply(match, convert.action_from_pb(entry.action), entry.seat)
+        else:
+            match, _ = next_round(match)
+        states[entry.version] = match.round
+    return states
+
+
+def hidden_from(state: State, viewer: int) -> set[int]:
+    """What ``viewer`` may not know in ``state``: the stock, and the other hands but their 흔들기 cards."""
+    hidden = set(state.stock)
+    for seat, s in enumerate(state.seats):
+        if seat != viewer:
+            hidden |= set(s.hand) - set(s.revealed)
+    return hidden
+
+
+def version_of(method: str, message: Any) -> int | None:
+    if method in ("GetGame", "CreateGame", "WatchGame"):
+        return int(message.version)
+    if method in ("SubmitAction", "StartNextRound"):
+        return int(message.result.version)
+    return None
+
+
+def assert_nothing_hidden_received(entries: list[dict[str, Any]], log: pb.GetGameLogResponse, viewer: int) -> int:
+    """Every message the page received, checked against the hidden cards at its version; how many."""
+    states = replay_states(log)
+    messages = decode_received(entries)
+    assert {r.method for r in messages} >= {"GetGame", "WatchGame", "SubmitAction"}, {r.method for r in messages}
+    assert "GetGameLog" not in {r.method for r in messages}
+    checked = 0
+    for r in messages:
+        version = version_of(r.method, r.message)
+        if version is None:
+            continue
+        leaked = cards_in(r.message) & hidden_from(states[version], viewer)
+        assert not leaked, f"{r.method} at version {version} reveals {sorted(leaked)}: {r.message}"
+        checked += 1
+    return checked
+
+
+# --------------------------------------------------------------------------- settlement
+
+
+def assert_page_settlement_is(page: Page, s: pb.Settlement) -> None:
+    """The settlement on the page, factor by factor, is ``s`` (GetGame's)."""
+    box = page.locator("[data-testid=settlement]")
+    assert box.get_attribute("data-outcome") == s.outcome
+    assert box.get_attribute("data-winner") == str(s.winner)
+    assert box.get_attribute("data-go-score") == str(s.go_score)
+    assert box.get_attribute("data-points") == ",".join(str(p) for p in s.points)
+    rows = page.locator("[data-testid=net] tbody tr")
+    assert [rows.nth(i).get_attribute("data-points") for i in range(rows.count())] == [str(p) for p in s.points]
+    if s.winner >= 0:
+        assert page.locator("[data-testid=base]").inner_text() == str(s.base)
+        categories = page.locator("[data-testid=categories] tr[data-category]")
+        shown = {categories.nth(i).get_attribute("data-category"): categories.nth(i).get_attribute("data-value")
+                 for i in range(categories.count())}
+        expected = {name: str(getattr(s.score, name)) for name in
+                    ("gwang", "yeol", "godori", "tti", "hongdan", "cheongdan", "chodan", "pi", "sseul")
+                    if getattr(s.score, name)}
+        assert shown == expected
+        factors = page.locator("[data-testid=winner-factors] li")
+        assert [(factors.nth(i).get_attribute("data-name"), factors.nth(i).get_attribute("data-value"))
+                for i in range(factors.count())] == [(f.name, str(f.value)) for f in s.winner_factors]
+        for i in range(factors.count()):
+            assert factors.nth(i).inner_text().split("—", 1)[1].strip(), "a factor without its reason"
+        bills = page.locator("[data-testid=bills] > li")
+        assert bills.count() == len(s.bills)
+        for i, bill in enumerate(s.bills):
+            li = bills.nth(i)
+            assert li.get_attribute("data-seat") == str(bill.seat)
+            assert li.get_attribute("data-points") == str(bill.points)
+            assert li.get_attribute("data-pays") == str(bill.pays)
+            own = li.locator("ul.factors li")
+            assert [(own.nth(k).get_attribute("data-name"), own.nth(k).get_attribute("data-value"))
+                    for k in range(own.count())] == [(f.name, str(f.value)) for f in bill.factors]
+            for k in range(own.count()):
+                assert own.nth(k).inner_text().split("—", 1)[1].strip(), "a 박 without its reason"
+    payments = page.locator("[data-testid=payments] li")
+    assert [(payments.nth(i).get_attribute("data-payer"), payments.nth(i).get_attribute("data-payee"),
+             payments.nth(i).get_attribute("data-points"), payments.nth(i).get_attribute("data-reason"))
+            for i in range(payments.count())] == [(str(p.payer), str(p.payee), str(p.points), p.reason)
+                                                  for p in s.payments]
+
+
+# ------------------------------------------------------------------------------- the tests
+
+
+def test_a_person_plays_a_round_against_a_bot_seat(browser: Browser, open_server: WebServer) -> None:
+    context = browser.new_context(viewport=DESKTOP, locale="ko-KR")
+    context.add_init_script(CAPTURE_SCRIPT)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        # The lobby: a 2-player standard game, seat 1 a greedy bot, one round.
+        page.goto(open_server.url)
+        page.wait_for_selector("[data-testid=create]:not([disabled])", timeout=WAIT_MS)
+        page.select_option("[data-testid=preset]", "standard")
+        page.select_option("[data-testid=players]", "2")
+        page.select_option("[data-testid=seat-1]", "greedy")
+        page.select_option("[data-testid=rounds]", "1")
+        shot(page, "lobby.png")
+        page.click("[data-testid=create]")
+        page.wait_for_selector("[data-testid=table]", timeout=WAIT_MS)
+        game_id = game_id_of(page)
+        token = my_token(page, game_id)
+        assert table_attr(page, "viewer") == "0"
+
+        seen_before_reload: list[dict[str, Any]] = []
+        decisions = 0
+        reloaded = False
+        while True:
+            wait_for_my_move(page)
+            if page.locator("[data-testid=settlement]").count():
+                break
+            # The opponent's hand is face down, with its count.
+            opponent = page.locator("[data-testid=seat-1]")
+            hand_size = int(opponent.get_attribute("data-hand-size") or "-1")
+            assert opponent.locator(".backs .card.back").count() == min(hand_size, 10)
+            assert opponent.locator(".backs .card.face").count() == 0 or hand_size >= 0
+            if decisions == 3 and not reloaded:
+                # Mid-round: the table as it is, then a reload resumes the same seat and its log.
+                page.wait_for_selector("[data-testid=log] li", timeout=WAIT_MS)
+                shot(page, "table.png")
+                log_before = page.locator("[data-testid=log] li").count()
+                version = table_attr(page, "version")
+                hand_before = sorted(page.locator("[data-testid=hand-card]").evaluate_all(
+                    "cards => cards.map(c => c.dataset.card)"))
+                seen_before_reload = received(page)
+                page.reload()
+                page.wait_for_selector("[data-testid=table]", timeout=WAIT_MS)
+                page.wait_for_function(
+                    "() => document.querySelector('[data-testid=connection]')?.className.includes('conn-live')",
+                    timeout=WAIT_MS)
+                assert table_attr(page, "viewer") == "0", "the reload did not resume the seat"
+                assert int(table_attr(page, "version")) >= int(version)
+                if table_attr(page, "version") == version:
+                    assert sorted(page.locator("[data-testid=hand-card]").evaluate_all(
+                        "cards => cards.map(c => c.dataset.card)")) == hand_before
+                assert page.locator("[data-testid=log] li").count() >= log_before, "the log was lost"
+                reloaded = True
+                continue
+            before = table_attr(page, "version")
+            play_one_decision(page, use_keys=decisions % 2 == 1)
+            wait_version_after(page, before)
+            decisions += 1
+        assert reloaded, "the round ended before the reload (it takes more than three decisions)"
+        assert decisions >= 1
+        page.wait_for_timeout(300)  # let the flash of the last event fade before the picture
+        shot(page, "settlement.png")
+        # The log shows the round as it happened, and the last action.
+        assert page.locator("[data-testid=log] li").count() > 5
+        assert page.locator("[data-testid=last-action] li").count() >= 1
+
+        with GostopClient(open_server.target) as client:
+            view = client.get_game(game_id, token=token)
+            assert view.phase == pb.PHASE_OVER
+            assert_page_settlement_is(page, view.settlement)
+            log = client.log(game_id, token=token)  # a seat may read the log once the match is over
+        checked = assert_nothing_hidden_received(seen_before_reload + received(page), log, viewer=0)
+        assert checked > 10
+        assert errors == []
+    finally:
+        context.close()
+
+
+def arcade_deal() -> pb.Deal:
+    """A deal on which seat 0 meets each decision in turn (seat 1 plays its lowest legal action):
+    turn 1, 1월 광 onto the two 1월 피 (the two-card choice); turn 2, 국진 onto 9월 피 (arcade
+    decides 국진 at capture); turn 3, three 5월 cards in hand with none on the floor (흔들기 is
+    offered), 3월 광 onto 3월 피; turn 4, 8월 광 onto 8월 피: three 광, 3 points, go/stop."""
+    hands = [
+        [0, 32, 8, 28, 16, 17, 18, 4, 12, 20],
+        [5, 6, 13, 14, 24, 25, 26, 44, 45, 47],
+    ]
+    floor = [2, 3, 34, 10, 30, 41, 46, 37]
+    stock = [21, 36, 42, 22, 43, 38, 39, 1, 7, 9, 11, 15, 19, 23, 27, 29, 31, 33, 35, 40]
+    assert sorted([*hands[0], *hands[1], *floor, *stock]) == list(range(48))
+    return pb.Deal(hands=[pb.Hand(cards=h) for h in hands], floor=floor, stock=stock, dealer=0)
+
+
+def hand_key(page: Page, card: int) -> str:
+    return page.locator(f"[data-testid=hand-card][data-card='{card}'] .key").inner_text()
+
+
+def test_each_decision_is_a_clear_prompt(browser: Browser, operator_server: WebServer) -> None:
+    with GostopClient(operator_server.target, operator_key=OPERATOR_KEY) as client:
+        game = client.create_game("arcade", 2, deal=arcade_deal())
+        context = browser.new_context(viewport=PHONE, locale="en-US")
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+
+        def opponent_moves() -> None:
+            """Seat 1 plays its lowest legal action until it is seat 0's turn again."""
+            while True:
+                view = client.get_game(game, 1)
+                if view.phase == pb.PHASE_OVER or view.to_move != 1:
+                    return
+                client.submit_action(game, 1, view.legal_actions[0].id, expected_version=view.version)
+
+        def play(card: int) -> None:
+            before = table_attr(page, "version")
+            page.click(f"[data-testid=hand-card][data-card='{card}']")
+            page.click(f"[data-testid=choice][data-action='{card}']")
+            wait_version_after(page, before)
+
+        try:
+            # An invite link seats its opener (the token leaves the address bar at once).
+            page.goto(f"{operator_server.url}#/g/{game.game_id}/0?t={game.token(0)}")
+            page.wait_for_selector("[data-testid=hand-card]:not([disabled])", timeout=WAIT_MS)
+            assert "?t=" not in page.url
+            assert table_attr(page, "viewer") == "0"
+            # A phone's width: nothing sticks out sideways.
+            overflow = page.evaluate(
+                "() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert overflow <= 0, f"the table is {overflow}px wider than a phone"
+            shot(page, "table-phone.png", full_page=True)
+            page.set_viewport_size(DESKTOP)
+            # English labels, and Korean after a click.
+            assert "Your turn" in page.locator("[data-testid=status]").inner_text()
+            page.click("[data-testid=lang]")
+            assert "내 차례" in page.locator("[data-testid=status]").inner_text()
+            page.click("[data-testid=lang]")
+
+            # Turn 1: 1월 광 captures (marked); choosing it shows what it would take; then the choice.
+            light = page.locator("[data-testid=hand-card][data-card='0']")
+            assert "captures" in (light.get_attribute("class") or "")
+            iris = page.locator("[data-testid=hand-card][data-card='16']")
+            assert "captures" not in (iris.get_attribute("class") or "")
+            light.click()
+            decision = page.locator("[data-testid=decision]").inner_text()
+            assert "choose one of two" in decision and "1월 피" in decision
+            assert page.locator(".month-group[data-month='1'].target").count() == 1
+            before = table_attr(page, "version")
+            page.keyboard.press("Enter")
+            wait_version_after(page, before)
+            assert table_attr(page, "phase") == "CHOOSE_HAND"
+            options = page.locator("[data-testid=choice]")
+            assert sorted(options.evaluate_all("b => b.map(x => x.dataset.action)")) == ["162", "163"]
+            before = table_attr(page, "version")
+            page.keyboard.press("1")
+            wait_version_after(page, before)
+            opponent_moves()
+
+            # Turn 2: 국진 onto 9월 피, by keys; the 국진 prompt gives the score either way.
+            wait_for_my_move(page)
+            key = hand_key(page, 32)
+            page.keyboard.press(key)
+            before = table_attr(page, "version")
+            page.keyboard.press(key)
+            wait_version_after(page, before)
+            page.wait_for_selector("[data-testid=gukjin-detail]", timeout=WAIT_MS)
+            pile = list(client.get_game(game, 0).seats[0].captured)
+            sseul = client.get_game(game, 0).seats[0].score.sseul_count
+            keep_text = page.locator("[data-testid=gukjin-keep]").inner_text()
+            convert_text = page.locator("[data-testid=gukjin-convert]").inner_text()
+            assert f"score {score(pile, False, sseul).total}" in keep_text
+            assert f"score {score(pile, True, sseul).total}" in convert_text
+            assert f"피 {score(pile, True, sseul).pi_value}" in convert_text
+            before = table_attr(page, "version")
+            page.keyboard.press("2")  # make it a 쌍피
+            wait_version_after(page, before)
+            assert client.get_game(game, 0).gukjin == "converted"
+            opponent_moves()
+
+            # Turn 3: three 5월 cards, none on the floor: 흔들기 is offered; Esc takes it back.
+            wait_for_my_move(page)
+            page.click("[data-testid=hand-card][data-card='16']")
+            shake = page.locator("[data-testid=choice][data-action='80']")
+            assert shake.count() == 1 and "Shake" in shake.inner_text()
+            assert page.locator("[data-testid=choice][data-action='16']").count() == 1
+            page.keyboard.press("Escape")
+            assert page.locator("[data-testid=choice][data-action='80']").count() == 0
+            play(8)
+            opponent_moves()
+
+            # Turn 4: 8월 광 makes three 광: go or stop, with what a stop collects now.
+            wait_for_my_move(page)
+            play(28)
+            page.wait_for_selector("[data-testid=gostop-detail]", timeout=WAIT_MS)
+            assert table_attr(page, "phase") == "GO_STOP"
+            assert page.locator("[data-testid=choice][data-action='230']").count() == 1
+            stop_text = page.locator("[data-testid=stop-total]").inner_text()
+            stop_total = int(re.match(r"\d+", stop_text.strip()).group(0))  # type: ignore[union-attr]
+            shot(page, "go-stop.png")
+            page.click("[data-testid=choice][data-action='231']")
+            page.wait_for_selector("[data-testid=settlement]", timeout=WAIT_MS)
+            settlement = client.get_game(game, 0).settlement
+            assert settlement.winner == 0
+            assert stop_total == sum(b.pays for b in settlement.bills), "the stop prompt promised another score"
+            assert {f.name for b in settlement.bills for f in b.factors} >= {"pibak", "gwangbak"}
+            assert_page_settlement_is(page, settlement)
+            assert errors == []
+        finally:
+            context.close()
