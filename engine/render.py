@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
 
 from . import events as ev
 from .actions import (
@@ -21,6 +22,7 @@ from .actions import (
     Stop,
 )
 from .cards import CODE, MONTH, NAME, card_code, month_name
+from .scoring import Score
 from .settlement import Settlement
 from .state import State
 from .views import SPECTATOR, view
@@ -187,3 +189,86 @@ def state_text(state: State, seat: int = SPECTATOR) -> str:
             f"seat {s.seat}: hand {hand}; pile {cards(s.captured)}; score {s.score.total}; {s.gos}고"
         )
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------- Korean names, for people
+
+_COMMON_NAMES: Final[Mapping[int, str]] = {
+    40: "똥광", 41: "똥피", 42: "똥피", 43: "똥쌍피",
+    44: "비광", 46: "비띠", 47: "비쌍피",
+}
+"""Cards whose everyday name differs from ``cards.NAME`` (the 11월 오동 cards are the 똥 cards)."""
+
+
+def card_name(card: int) -> str:
+    """The name people call a card by: ``cards.NAME`` with the everyday names of the 11월 and
+    12월 cards (``똥광``, ``똥쌍피``, ``비광``, ``비쌍피``); ``??`` for a hidden card.
+
+    >>> card_name(40), card_name(44), card_name(8), card_name(50), card_name(-1)
+    ('똥광', '비광', '3월 광', '보너스 쓰리피', '??')
+    """
+    if card < 0:
+        return "??"
+    return _COMMON_NAMES.get(card, NAME[card])
+
+
+def card_label(card: int) -> str:
+    """A card's code and everyday name, for a menu: ``11-gwang 똥광`` (``??`` when hidden).
+
+    >>> card_label(40), card_label(13)
+    ('11-gwang 똥광', '04-tti 4월 초단')
+    """
+    return f"{CODE[card]} {card_name(card)}" if card >= 0 else "??"
+
+
+TERMS: Final[Mapping[str, str]] = {
+    # score categories (``Score.categories``)
+    "gwang": "광", "yeol": "열끗", "godori": "고도리", "tti": "띠", "hongdan": "홍단",
+    "cheongdan": "청단", "chodan": "초단", "pi": "피", "sseul": "쓸",
+    # settlement factors (``Factor.name``)
+    "shake_bomb": "흔들기/폭탄", "own_shake_bomb": "own 흔들기/폭탄", "meongbak": "멍박",
+    "nagari_carry": "나가리", "pibak": "피박", "gwangbak": "광박", "gobak": "고박",
+    # reasons of 피 steals (``PiStolen.reasons``)
+    "bomb": "폭탄", "jappeok": "자뻑", "ppeok": "뻑", "jjok": "쪽", "ttadak": "따닥",
+    # instant payments and outcomes (``Payment.reason``, ``InstantWin.reason``)
+    "first_ppeok": "첫뻑", "second_ppeok": "연뻑", "third_ppeok": "3연뻑", "first_ttadak": "첫따닥",
+    "gwang_sale": "광팔기", "chongtong": "총통", "three_ppeok": "3뻑", "heodang": "허당",
+    "stop": "스톱", "nagari": "나가리",
+}
+"""The Korean term of each engine name a person may meet (the engine's names are romanised)."""
+
+
+def term(name: str) -> str:
+    """The Korean term of an engine name (``pibak`` -> ``피박``); an unknown name as it is.
+
+    >>> term("jappeok"), term("gwangbak"), term("something_new")
+    ('자뻑', '광박', 'something_new')
+    """
+    return TERMS.get(name, name)
+
+
+def score_terms(score: Score) -> str:
+    """A base score's non-zero categories with Korean terms: ``광 3 + 피 6`` (``-`` for none).
+
+    >>> from .scoring import score as score_of
+    >>> score_terms(score_of([0, 8, 28])), score_terms(score_of([]))
+    ('광 3', '-')
+    """
+    return " + ".join(f"{term(n)} {v}" for n, v in score.categories()) or "-"
+
+
+def menu_text(action: Action, hand: Sequence[int] = ()) -> str:
+    """``action_text`` with everyday card names (``play 11-gwang 똥광``), for a person's menu.
+
+    >>> menu_text(PlayCard(44, shake=True)), menu_text(Bomb(11), hand=(40, 41, 43, 9))
+    ('play 12-bigwang 비광 and shake (흔들기)', 'bomb (폭탄) month 11 오동: 똥광, 똥피, 똥쌍피')
+    """
+    if isinstance(action, PlayCard):
+        return f"play {card_label(action.card)}" + (" and shake (흔들기)" if action.shake else "")
+    if isinstance(action, Bomb):
+        held = [c for c in hand if MONTH[c] == action.month]
+        shown = f": {', '.join(card_name(c) for c in held)}" if held else ""
+        return f"bomb (폭탄) month {action.month} {month_name(action.month)}{shown}"
+    if isinstance(action, ChooseCapture):
+        return f"capture {card_label(action.card)}"
+    return action_text(action, hand)

@@ -1,6 +1,11 @@
 """``gostop play`` in a pseudo-terminal (``pty.fork``): a person plays through the whole round by
 choosing a listed number at every prompt until the settlement screen; the next-round prompt, ``q``
-and end of input quit cleanly; every line fits 80 columns."""
+and end of input quit cleanly; every line fits 80 columns.
+
+What the screen says is checked against itself: each hand card's hint names floor cards of its
+month that are on the floor; each captured pile's count and 피 value add up from the names listed;
+the settlement gives every 박 of the rules with a reason that matches the table, and the points
+paid are the product it shows and the net points of the round (issue 22, items 11-15)."""
 
 from __future__ import annotations
 
@@ -12,8 +17,11 @@ import select
 import signal
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
+from gostop.engine.cards import ALL_CARDS, KIND, MONTH, NAME, PI_VALUE, Kind
+from gostop.engine.render import card_name
 from gostop.tools.play import _width
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +96,108 @@ def _lines_fit(text: str) -> None:
         assert _width(line) <= 80, f"too wide ({_width(line)} columns): {line!r}"
 
 
+MONTHS_OF: dict[str, set[int]] = {}
+"""The months a card name may stand for (``1월 피`` is two cards of one month; 보너스 cards have none)."""
+KIND_OF: dict[str, Kind] = {}
+PI_OF: dict[str, int] = {}
+for _card in range(ALL_CARDS):
+    MONTHS_OF.setdefault(card_name(_card), set()).add(MONTH[_card])
+    KIND_OF[card_name(_card)] = KIND[_card]
+    PI_OF[card_name(_card)] = PI_VALUE[_card]
+KIND_OF[f"{NAME[32]} (쌍피)"], PI_OF[f"{NAME[32]} (쌍피)"] = Kind.PI, 2  # a converted 국진
+KINDS = {"광": Kind.GWANG, "열끗": Kind.YEOL, "띠": Kind.TTI, "피": Kind.PI}
+
+
+def _screens(out: str) -> list[str]:
+    """Each table the person was shown, with what follows it up to the next table."""
+    return ["== " + part for part in out.split("\n== ")[1:]]
+
+
+def _floor(screen: str) -> Counter[str]:
+    """The floor cards of a table, by name."""
+    lines = screen.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("floor: "))
+    text = lines[start].removeprefix("floor: ")
+    for line in lines[start + 1:]:
+        if not line.startswith("       ") or line.strip().startswith("stack month"):
+            break
+        text += "  " + line.strip()
+    return Counter(name for name in text.split("  ") if name.strip() and name != "(empty)")
+
+
+def _check_hints(screen: str) -> int:
+    """Every ``play`` choice of a menu says what its card takes from this table's floor, truly:
+    nothing when no floor card has its month, else the floor cards of its month. Returns the number
+    of hints that name floor cards."""
+    floor = _floor(screen)
+    lines = screen.splitlines()
+    taking = 0
+    for i, line in enumerate(lines):
+        played = re.match(r" +\d+\) play (\d\d)-[a-z-]+ (\S+(?: \S+)?)(?: and shake \(흔들기\))?(?: +-> (.*))?$", line)
+        if not played:
+            continue
+        month = int(played.group(1))
+        hint = played.group(3) or lines[i + 1].strip().removeprefix("-> ")
+        same = Counter({name: n for name, n in floor.items() if month in MONTHS_OF[name]})
+        if hint == "stays on the floor":
+            assert not same, (line, floor)
+            continue
+        taken = re.fullmatch(r"takes (.+?)(?: \((?:you choose|뻑: \+1 피 from each|자뻑: \+2 피 from each)\))?", hint)
+        assert taken, hint
+        names = Counter(taken.group(1).replace(" or ", ", ").split(", "))
+        assert names == same, (line, hint, floor)
+        taking += 1
+    return taking
+
+
+def _piles(screen: str) -> dict[str, dict[str, tuple[int, int]]]:
+    """Each seat's captured piles on a table: seat head -> kind -> (cards, 피 value), after checking
+    that every pile lists its cards by name, of its kind, as many as its count says."""
+    seats: dict[str, dict[str, tuple[int, int]]] = {}
+    seat = ""
+    lines = screen.split("\nyour hand")[0].splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("seat "):
+            seat = line.split(" | ")[0]
+            seats[seat] = {}
+        head = re.match(r"  (광|열끗|띠|피) (\d+) cards?(?: = (\d+) 피 \((?:쌍피 = 2|쓰리피 = 3|, )+\))?:(.*)$", line)
+        if not head:
+            continue
+        text = head.group(4)
+        for more in lines[i + 1:]:
+            if not more.startswith("    "):
+                break
+            text += " " + more.strip()
+        cards = value = 0
+        for item in text.strip().split(", "):
+            name, _, times = item.partition(" ×")
+            n = int(times or 1)
+            assert KIND_OF[name] is KINDS[head.group(1)], (line, name)
+            cards, value = cards + n, value + n * PI_OF[name]
+        assert cards == int(head.group(2)), line
+        if head.group(1) == "피":
+            assert value == int(head.group(3) or head.group(2)), line
+        seats[seat][head.group(1)] = (cards, value)
+    return seats
+
+
+ROMANISED = re.compile(r"\b(gwang|bigwang|yeol|tti|pi|ssangpi|godori|hongdan|cheongdan|chodan|sseul|ppeok|jappeok|"
+                       r"jjok|ttadak|pibak|gwangbak|gobak|meongbak|nagari|chongtong)\b")
+CODE = re.compile(r"\b\d\d-[a-z]+(?:-[ab])?\b")
+
+
+def _announced_once(out: str) -> None:
+    """No "... seat N to move" line repeats while that seat is still on the same turn: between two
+    announcements of one seat another seat moved, or the person's own table came."""
+    last = ""
+    for line in out.splitlines():
+        if line.startswith("== ") or "round over" in line:
+            last = ""
+        elif line.startswith("... ") and line.endswith(" to move"):
+            assert line != last, f"announced twice: {line!r}"
+            last = line
+
+
 def test_a_full_round_by_choosing_listed_numbers() -> None:
     deadline = time.monotonic() + 60
     term = Terminal("--preset", "standard", "--players", "2", "--bots", "greedy", "--seed", "7", "--rounds", "1")
@@ -109,11 +219,74 @@ def test_a_full_round_by_choosing_listed_numbers() -> None:
         term.kill()
     out = term.text
     assert choices >= 5
-    assert "round over" in out and "net points" in out and "match over" in out
-    assert re.search(r"seat 1 \(greedy\) plays \d\d-", out)  # the bot's moves are shown as they happen
+    assert "round over" in out and "net points this round" in out and "match over" in out
+    assert re.search(r"seat 1 \(greedy\) plays \d+월 ", out)  # the bot's moves, cards by name
     assert "seat 0 (you) plays" in out
-    assert re.search(r"\d\d-\w+ \d+월", out)  # codes with Korean names
     _lines_fit(out)
+    _announced_once(out)
+    assert not re.search(r"\bversion\b", out)  # internal jargon
+
+    # item 11: every hand card's hint names the floor cards it would take, and some take something
+    screens = _screens(out)
+    assert sum(_check_hints(screen) for screen in screens) >= 3
+    # item 12: Korean terms only (the cards' codes of the menu aside); everyday card names
+    shown = CODE.sub("", "\n".join(line for line in out.splitlines() if not line.startswith("game ")))
+    assert not ROMANISED.search(shown), ROMANISED.search(shown)
+    assert "play 11-gwang 똥광" in out and "play 12-bigwang 비광" in out  # seed 7 deals both to the person
+    assert re.search(r"^your hand \(10\): .*똥광  비광", out, re.M)
+    assert re.search(r"score \d+ = (광|피) \d+", out)
+    # items 13, 14: piles by name, grouped by kind with counts (checked by _piles); 피 value explained
+    final = _piles(screens[-1])
+    assert set(final) == {"seat 0 (you)", "seat 1 (greedy)"}
+    assert re.search(r"^  피 \d+ cards = \d+ 피 \(쌍피 = 2", out, re.M)
+
+    # item 15: one breakdown per payer, every multiplier and 박 with its reason
+    settlement = out[out.index("round over"):]
+    winner = re.search(r"^(you win|seat 1 \(greedy\) wins) by stopping \(스톱\) at (\d+):$", settlement, re.M)
+    assert winner, settlement
+    assert re.search(rf"^  score {winner.group(2)} = (광|열끗|고도리|띠|홍단|청단|초단|피) \d+", settlement, re.M)
+    assert re.search(r"^  (no 고|\d+고: .* = \d+)$", settlement, re.M)
+    for multiplier in ("흔들기/폭탄", "멍박"):
+        assert re.search(rf"^  (no {multiplier}|×\d+ {multiplier}.*): .+$", settlement, re.M), multiplier
+    payer = "you" if winner.group(1) == "seat 1 (greedy) wins" else "seat 1 (greedy)"
+    loser = "seat 0 (you)" if payer == "you" else "seat 1 (greedy)"
+    paid = re.search(rf"^{re.escape(payer)} pays? .* (\d+) points?:$", settlement, re.M)
+    assert paid, settlement
+    block = settlement[paid.end():].split("\nnet points")[0]
+    for bak in ("피박", "광박", "고박"):
+        assert len(re.findall(rf"^  (?:no {bak}|×2 {bak}): .+$", block, re.M)) == 1, (bak, block)
+    pi = re.search(r"^  no 피박: (?:you have|seat 1 \(greedy\) has) (\d+) 피", block, re.M)
+    if pi:  # the reason agrees with the loser's pile on the table
+        assert int(pi.group(1)) == final[loser].get("피", (0, 0))[1]
+    product = re.search(r"^  points: (\d+)((?: × \d+ \(\S+\))*)(?: = (\d+))?$", block, re.M)
+    assert product, block
+    total = int(product.group(1))
+    for factor in re.findall(r"× (\d+)", product.group(2)):
+        total *= int(factor)
+    assert total == int(product.group(3) or product.group(1)) == int(paid.group(1))
+    net = "you" if payer == "you" else "seat 1 (greedy)"
+    assert re.search(rf"^net points this round: .*{re.escape(net)} -{total}\b", settlement, re.M)
+    # one rendering of the settlement, not a second summary of the same (the old "settlement: ..." block)
+    assert len(re.findall(r"^  points: ", settlement, re.M)) == 1 and "settlement:" not in settlement
+
+
+def test_a_bot_turn_of_several_decisions_is_announced_once() -> None:
+    """Regression (issue 22, item 14): while a thinking bot made the second decision of its turn
+    (국진, go/stop, a capture choice), the screen printed "... seat 1 (mcts) to move" again."""
+    deadline = time.monotonic() + 120
+    term = Terminal("--players", "2", "--bots", "mcts:iterations=200", "--seed", "7", "--rounds", "1")
+    try:
+        while term.read_until(CHOICE, deadline) is not None:
+            term.send("1\n")
+            term.read_until("\n", deadline)
+        assert term.wait(deadline) == 0
+    finally:
+        term.kill()
+    out = term.text
+    assert "round over" in out
+    # the bot did make turns of several decisions (its 국진 choice after its play, its 고 or stop)
+    assert re.search(r"^seat 1 \(mcts:iterations=200\) (keeps 국진|counts 국진|goes|stops)", out, re.M)
+    _announced_once(out)
 
 
 def test_next_round_prompt_then_q_quits() -> None:

@@ -2,9 +2,11 @@
 
 Without ``--server`` it starts an in-process server (memory store) on a free loopback port.
 It creates the game, lets the bot runner play the other seats, and shows the human the
-table (hand, floor with 뻑 stacks, every seat's captured piles by kind with scores, 고
-counts and multipliers, the stock), the events as they happen, numbered choices, and a
-settlement screen that explains the points. ``q`` or end of input quits.
+table (hand, floor with 뻑 stacks, every seat's captured cards by kind with their counts and
+its score by category, 고 counts and multipliers, the stock), the events as they happen,
+numbered choices (each hand card with the floor cards it would take), and a settlement screen
+that explains the points, payer by payer. Cards go by the names people use (똥광, 비광, ...)
+and the terms are the Korean ones (피박, 광박, 자뻑, ...). ``q`` or end of input quits.
 
     gostop play --preset standard --players 2 --bots greedy --seed 7 --rounds 3
 """
@@ -26,26 +28,32 @@ from gostop.bots.base import Bot
 from gostop.client import Game, GostopClient, GostopError, RoundOverError, StaleVersion
 from gostop.client.runner import SeatRunner
 from gostop.engine import (
-    CODE,
     KIND,
+    MONTH,
     PRESETS,
     Action,
+    Bomb,
+    FlipOnly,
+    Go,
     Kind,
     Phase,
+    PlayCard,
+    Stop,
     View,
 )
 from gostop.engine import events as ev
-from gostop.engine.cards import GUKJIN, month_name
-from gostop.engine.render import action_text, card_text, event_line, settlement_text
+from gostop.engine.cards import GUKJIN, NAME, PI_VALUE, month_name
+from gostop.engine.render import card_name, event_line, menu_text, score_terms, term
+from gostop.engine.rules import Rules
+from gostop.engine.scoring import Score, go_score
+from gostop.engine.settlement import Bill, Settlement
 from gostop.engine.views import SeatView
 from gostop.v1 import game_pb2 as pb
 from gostop.wire.convert import MatchSummary, event_from_pb, match_from_pb, view_from_pb
 
 __all__ = [
     "Quit",
-    "action_text",
     "add_play_arguments",
-    "card_text",
     "play",
     "play_command",
     "settlement_screen",
@@ -89,8 +97,28 @@ def _wrap_text(text: str, width: int = WIDTH) -> list[str]:
     return _wrap(indent, stripped.split(" "), width, sep=" ")
 
 
-def _cards(cards: Iterable[int]) -> list[str]:
-    return [card_text(c) for c in cards]
+def _names(cards: Iterable[int]) -> str:
+    """Everyday names of cards, joined by commas (``nothing`` for none)."""
+    return ", ".join(card_name(c) for c in cards) or "nothing"
+
+
+def _grouped(cards: Iterable[int]) -> list[str]:
+    """Card names in id order, a name held more than once shown once with its count: ``4월 피 ×2``."""
+    counts: dict[str, int] = {}
+    for c in sorted(cards):
+        counts[card_name(c)] = counts.get(card_name(c), 0) + 1
+    return [name if n == 1 else f"{name} ×{n}" for name, n in counts.items()]
+
+
+def _listed(head: str, names: Sequence[str]) -> list[str]:
+    """``head`` then ``names`` separated by commas, wrapped under the first name (under the head's
+    indentation instead when a long head would leave the names a narrow column)."""
+    items = [f"{n}," for n in names[:-1]] + list(names[-1:])
+    lines = _wrap(head, items, sep=" ")
+    if len(lines) > 1 and _width(head) > 24:
+        indent = " " * (4 + len(head) - len(head.lstrip(" ")))
+        return [head.rstrip(), *_wrap(indent, items, sep=" ")]
+    return lines
 
 
 _KINDS = ((Kind.GWANG, "광"), (Kind.YEOL, "열끗"), (Kind.TTI, "띠"), (Kind.PI, "피"))
@@ -104,18 +132,46 @@ def _piles(seat: SeatView, gukjin: str) -> dict[Kind, list[int]]:
     return piles
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _pile_lines(seat: SeatView, gukjin: str) -> list[str]:
+    """A seat's captured cards by kind, each kind with its card count and the cards' names
+    (the 피 line also with its 피 value, which the score counts: a 쌍피 is 2 피, a 쓰리피 3)."""
+    lines: list[str] = []
+    piles = _piles(seat, gukjin)
+    for kind, label in _KINDS:
+        cards = piles[kind]
+        if not cards:
+            continue
+        head = f"  {label} {_plural(len(cards), 'card')}"
+        if kind is Kind.PI and seat.score.pi_value != len(cards):
+            doubled = ["쌍피 = 2" if any(PI_VALUE[c] == 2 or c == GUKJIN for c in cards) else "",
+                       "쓰리피 = 3" if any(PI_VALUE[c] == 3 for c in cards) else ""]
+            head += f" = {seat.score.pi_value} 피 ({', '.join(d for d in doubled if d)})"
+        names = [n.replace(NAME[GUKJIN], f"{NAME[GUKJIN]} (쌍피)") for n in _grouped(cards)] \
+            if kind is Kind.PI else _grouped(cards)
+        lines += _listed(head + ": ", names)
+    return lines
+
+
+def _score_text(score: Score) -> str:
+    """``score 5 = 광 3 + 피 2`` (``score 0``)."""
+    return f"score {score.total}" + (f" = {score_terms(score)}" if score.total else "")
+
+
 def _seat_head(seat: SeatView, view: View, names: dict[int, str]) -> list[str]:
     parts = [f"seat {seat.seat} {names.get(seat.seat, '')}".rstrip()]
     if seat.seat == view.dealer:
         parts.append("선")
     if not seat.active:
         return [*parts, "sitting out"]
-    cats = ", ".join(f"{name} {points}" for name, points in seat.score.categories())
-    parts.append(f"score {seat.score.total}" + (f" ({cats})" if cats else ""))
+    parts.append(_score_text(seat.score))
     if seat.gos:
         parts.append(f"{seat.gos}고")
     if seat.multiplier > 1:
-        parts.append(f"×{seat.multiplier}")
+        parts.append(f"×{seat.multiplier} 흔들기/폭탄")
     if seat.ppeok:
         parts.append(f"뻑 {seat.ppeok}")
     if seat.seat != view.viewer:
@@ -123,15 +179,12 @@ def _seat_head(seat: SeatView, view: View, names: dict[int, str]) -> list[str]:
     return parts
 
 
-def table_text(view: View, match: MatchSummary | None = None, names: dict[int, str] | None = None,
-               version: int = 0) -> str:
-    """The table as ``view.viewer`` sees it, in at most 80 columns."""
+def table_text(view: View, match: MatchSummary | None = None, names: dict[int, str] | None = None) -> str:
+    """The table as ``view.viewer`` sees it, in at most 80 columns: cards by their everyday names."""
     names = names or {}
     head = f"== {view.rules_name}, {len(view.seats)} players"
     if match is not None:
         head += f", round {match.round_no}" + (f" of {match.rounds}" if match.rounds else "")
-    if version:
-        head += f", version {version}"
     lines = [head + " " + "=" * max(0, WIDTH - 1 - _width(head))]
     extra = [f"stock {view.stock_count}"]
     if view.carry:
@@ -140,38 +193,33 @@ def table_text(view: View, match: MatchSummary | None = None, names: dict[int, s
         extra.append(f"국진 {view.gukjin}")
     lines.append(" | ".join(extra))
     if view.payments:
-        paid = [f"seat {p.payer} -> seat {p.payee} {p.points} ({p.reason})" for p in view.payments]
+        paid = [_names_in(f"seat {p.payer} -> seat {p.payee} {p.points} ({term(p.reason)})", names)
+                for p in view.payments]
         lines += _wrap("paid at once: ", paid, sep=", ")
-    lines += _wrap("floor: ", _cards(sorted(view.floor)) or ["(empty)"])
+    lines += _wrap("floor: ", [card_name(c) for c in sorted(view.floor)] or ["(empty)"])
     for stack in view.stacks:
-        who = f"뻑 of seat {stack.maker}" if stack.maker >= 0 else "dealt three"
+        who = _names_in(f"뻑 of seat {stack.maker} ", names).rstrip() if stack.maker >= 0 else "dealt three"
         lines.append(f"       stack month {stack.month} {month_name(stack.month)}: {who} (take all with the 4th)")
     for seat in view.seats:
         lines.append("-" * 40)
         lines += _wrap("", _seat_head(seat, view, names), sep=" | ")
         if not seat.active:
             continue
-        piles = _piles(seat, view.gukjin)
-        for kind, label in _KINDS:
-            cards = piles[kind]
-            if not cards:
-                continue
-            count = f"{label} {seat.score.pi_value}" if kind is Kind.PI else f"{label} {len(cards)}"
-            lines += _wrap(f"  {_pad(count, 7)} ", [CODE[c] for c in cards], sep=" ")
+        lines += _pile_lines(seat, view.gukjin)
         declared = (("흔들기", seat.shakes), ("폭탄", seat.bombs))
         shown = [f"{label} month {m} {month_name(m)}" for label, months in declared for m in months]
         if shown:
             lines += _wrap("  ", shown, sep=", ")
         if seat.revealed and seat.seat != view.viewer:
-            lines += _wrap("  shown: ", _cards(seat.revealed))
+            lines += _listed("  shown: ", [card_name(c) for c in seat.revealed])
     me = view.seats[view.viewer] if 0 <= view.viewer < len(view.seats) else None
     lines.append("-" * 40)
     if me is not None and me.active:
-        lines += _wrap(f"your hand ({len(me.hand)}): ", _cards(sorted(me.hand)))
+        lines += _wrap(f"your hand ({len(me.hand)}): ", [card_name(c) for c in sorted(me.hand)])
         if me.spare_flips:
             lines.append(f"빈 내기 left: {me.spare_flips}")
     if match is not None and match.round_no > 1:
-        lines.append(f"match points so far: {list(match.points)}")
+        lines += _by_seat("match points so far: ", match.points, view.viewer, names)
     return "\n".join(lines)
 
 
@@ -180,19 +228,71 @@ def _decision_text(view: View) -> str:
     if p is None:
         return ""
     if p.phase is Phase.CHOOSE_HAND:
-        return f"your {card_text(p.played)} matches two floor cards: which one do you take?"
+        return f"your {card_name(p.played)} matches two floor cards: which one do you take?"
     if p.phase is Phase.CHOOSE_FLIP:
-        return f"the flipped {card_text(p.flipped)} matches two floor cards: which one do you take?"
+        return f"the flipped {card_name(p.flipped)} matches two floor cards: which one do you take?"
     if p.phase is Phase.GO_STOP:
         me = view.seats[view.viewer]
-        return f"you have {me.score.total} points ({me.gos}고 so far): go on or stop?"
+        return f"you have {me.score.total} points ({me.gos}고 so far): go on (고) or stop (스톱)?"
     if p.phase is Phase.GUKJIN:
         return "you took 국진 (9월 열끗): keep it as a 열끗 or count it as a 쌍피?"
     if p.phase is Phase.SIT_OUT:
         return "four players: play this round or sit it out?"
     if p.phase is Phase.GWANG_SALE:
-        return "you sit out: sell your 광 and 쌍피 to the players?"
-    return "your turn:"
+        return "you sit out: sell your 광 and 쌍피 to the players (광팔기)?"
+    return "your turn (-> what each card takes from the floor):"
+
+
+def _takes(view: View, month: int, with_three: bool = False) -> str:
+    """What a card of ``month`` played now takes from the floor (before the flip)."""
+    same = sorted(c for c in view.floor if MONTH[c] == month)
+    if not same:
+        return "stays on the floor"
+    if len(same) == 2 and not with_three:
+        return f"takes {card_name(same[0])} or {card_name(same[1])} (you choose)"
+    taken = f"takes {_names(same)}"
+    stack = next((s for s in view.stacks if s.month == month), None)
+    if stack is not None and stack.maker >= 0:
+        own = stack.maker == view.viewer
+        taken += f" ({'자뻑' if own else '뻑'}: +{2 if own else 1} 피 from each)"
+    return taken
+
+
+def _hint(view: View, action: Action) -> str:
+    """What an action does, for the menu: the floor cards a hand card takes, the points of a stop."""
+    if isinstance(action, PlayCard):
+        return _takes(view, MONTH[action.card]) if MONTH[action.card] else ""
+    if isinstance(action, Bomb):
+        return _takes(view, action.month, with_three=True) + " with your three, +1 피 from each"
+    if isinstance(action, FlipOnly):
+        return "plays no card: flips from the stock"
+    me = view.seats[view.viewer]
+    if isinstance(action, Stop) and view.rules is not None:
+        points = go_score(me.score.total, me.gos, view.rules.go_scoring)
+        return f"ends the round: you win {points} before multipliers"
+    if isinstance(action, Go) and view.rules is not None:
+        more = "" if not view.rules.gobak else "; 고박 if you lose"
+        return f"play on as {me.gos + 1}고{more}"
+    return ""
+
+
+def _menu(view: View) -> list[str]:
+    """The numbered legal actions, each with its hint aligned after it."""
+    hand = view.seats[view.viewer].hand if 0 <= view.viewer < len(view.seats) else ()
+    texts = [f"  {i:>2}) {menu_text(a, hand)}" for i, a in enumerate(view.legal_actions, 1)]
+    hints = [_hint(view, a) for a in view.legal_actions]
+    hinted = [(_width(t), _width(h)) for t, h in zip(texts, hints, strict=True) if h]
+    column = max((t for t, _ in hinted), default=0) + 1
+    column = min(column, WIDTH - 4 - max((h for _, h in hinted), default=0))
+    lines = []
+    for text, hint in zip(texts, hints, strict=True):
+        if not hint:
+            lines.append(text)
+        elif _width(text) < column and column + 3 + _width(hint) <= WIDTH - 1:
+            lines.append(f"{_pad(text, column)}-> {hint}")
+        else:
+            lines += [text, f"{' ' * 8}-> {hint}"]
+    return lines
 
 
 def _names_in(text: str, names: dict[int, str]) -> str:
@@ -201,47 +301,293 @@ def _names_in(text: str, names: dict[int, str]) -> str:
     return text
 
 
-def _event_text(event: ev.Event, viewer: int, names: dict[int, str]) -> str | None:
-    if isinstance(event, ev.Dealt):
-        return f"* new deal: 선 seat {event.dealer}" + (", ×2 carry" if event.carry else "") + (
-            f", stock {event.stock_count}")
-    if isinstance(event, ev.RoundSettled):
+def _seat(seat: int, names: dict[int, str]) -> str:
+    return f"seat {seat} {names.get(seat, '')}".rstrip()
+
+
+def _counted(reasons: Sequence[str]) -> str:
+    """Korean terms of steal reasons, a repeated one counted: ``자뻑 ×2, 쓸``."""
+    counts: dict[str, int] = {}
+    for r in reasons:
+        counts[term(r)] = counts.get(term(r), 0) + 1
+    return ", ".join(t if n == 1 else f"{t} ×{n}" for t, n in counts.items())
+
+
+_REASONS = {
+    "floor_four": "four of a month on the floor", "hand_four": "four of a month in a hand",
+    "chongtong": "총통 (four of a month in the starting hand)", "three_ppeok": "3뻑 (a third 뻑 in the round)",
+    "heodang": "허당 (turns on end without a capture)", "cards_exhausted": "the cards ran out",
+    "tied_scores": "tied scores when the cards ran out",
+}
+
+
+def _event_text(event: ev.Event, names: dict[int, str]) -> str | None:
+    """One event as a person reads it: seats by name, cards by everyday name, Korean terms."""
+    def who(seat: int) -> str:
+        return _seat(seat, names)
+
+    e = event
+    if isinstance(e, ev.Dealt):
+        return f"* new deal: 선 {who(e.dealer)}" + (", ×2 carry" if e.carry else "") + f", stock {e.stock_count}"
+    if isinstance(e, ev.Redealt):
+        return f"redeal: {_REASONS.get(e.reason, e.reason)} (month {e.month})"
+    if isinstance(e, ev.BonusCaptured):
+        rep = "" if e.replacement == -1 and e.source != "hand" else \
+            f", replaced by {card_name(e.replacement)}" if e.replacement >= 0 else ", replaced from the stock (unseen)"
+        return f"{who(e.seat)} takes {card_name(e.card)} from the {e.source}{rep}"
+    if isinstance(e, ev.SatOut):
+        return f"{who(e.seat)} sits out{' (forced)' if e.forced else ''}"
+    if isinstance(e, ev.JoinedRound):
+        return f"{who(e.seat)} plays this round"
+    if isinstance(e, ev.GwangSold):
+        return f"{who(e.seat)} sells {_names(e.cards)} at {e.price} each (광팔기)"
+    if isinstance(e, ev.CardPlayed):
+        return f"{who(e.seat)} plays {card_name(e.card)}{' shaking (흔들기)' if e.shake else ''}"
+    if isinstance(e, ev.Shaken):
+        return f"{who(e.seat)} 흔들기 month {e.month}: {_names(e.cards)}"
+    if isinstance(e, ev.Bombed):
+        return f"{who(e.seat)} 폭탄 month {e.month}: {_names(e.cards)} ({e.spare_flips} 빈 내기)"
+    if isinstance(e, ev.FlipOnlyUsed):
+        return f"{who(e.seat)} uses a 빈 내기 ({e.spare_flips} left)"
+    if isinstance(e, ev.CardFlipped):
+        return f"{who(e.seat)} flips {card_name(e.card)}"
+    if isinstance(e, ev.CardLaid):
+        return f"  {card_name(e.card)} stays on the floor"
+    if isinstance(e, ev.Captured):
+        return f"  {who(e.seat)} takes {_names(e.cards)}"
+    if isinstance(e, ev.PpeokFormed):
+        return f"  뻑! {who(e.seat)} stacks month {e.month}: {_names(e.cards)} (#{e.count})"
+    if isinstance(e, ev.PpeokRecaptured):
+        kind = "자뻑" if e.own else f"the 뻑 of {who(e.maker)}"
+        return f"  {who(e.seat)} takes {kind} of month {e.month}"
+    if isinstance(e, ev.Jjok):
+        return f"  쪽 month {e.month}{'' if e.steals else ' (no steal)'}"
+    if isinstance(e, ev.Ttadak):
+        return f"  따닥 month {e.month}{'' if e.steals else ' (no steal)'}"
+    if isinstance(e, ev.Sseul):
+        extra = f" +{e.points} point" if e.points else ("" if e.steals else " (no steal)")
+        return f"  쓸 by {who(e.seat)}{extra}"
+    if isinstance(e, ev.PiStolen):
+        taken = _names(e.cards) if e.cards else "no 피 (none left)"
+        return f"  {who(e.seat)} takes {taken} from {who(e.victim)} ({_counted(e.reasons)})"
+    if isinstance(e, ev.GukjinDecided):
+        return f"{who(e.seat)} {'counts 국진 as a 쌍피' if e.converted else 'keeps 국진 as a 열끗'}"
+    if isinstance(e, ev.ScoreChanged):
+        return f"  {who(e.seat)}: {_score_text(e.score)}"
+    if isinstance(e, ev.WentGo):
+        return f"{who(e.seat)} goes: {e.count}고 at {e.base}"
+    if isinstance(e, ev.Stopped):
+        return f"{who(e.seat)} stops (스톱) at {e.base}{' (automatic)' if e.automatic else ''}"
+    if isinstance(e, ev.InstantPaid):
+        p = e.payment
+        return f"  {who(p.payer)} pays {who(p.payee)} {p.points} at once ({term(p.reason)})"
+    if isinstance(e, ev.InstantWin):
+        return f"{who(e.seat)} wins at once with {e.points} points: {_REASONS.get(e.reason, term(e.reason))}"
+    if isinstance(e, ev.InstantLoss):
+        return f"{who(e.seat)} loses at once: {_REASONS.get(e.reason, term(e.reason))}"
+    if isinstance(e, ev.Nagari):
+        return f"나가리: {_REASONS.get(e.reason, e.reason)}"
+    if isinstance(e, ev.RoundSettled):
         return None  # the settlement screen explains it
-    line = event_line(event)
-    return _names_in(line, names)
+    return _names_in(event_line(e), names)  # an event this screen does not know yet
 
 
-def settlement_screen(settlement: pb.Settlement, match: MatchSummary, names: dict[int, str], viewer: int) -> str:
-    """The end of a round: who won, how the points were counted, who pays what, the match so far."""
-    from gostop.wire.convert import settlement_from_pb
+def _by_seat(head: str, values: Sequence[int], viewer: int, names: dict[int, str]) -> list[str]:
+    """``head`` then ``you -9, seat 1 (greedy) +9`` (a signed number per seat), wrapped between seats."""
+    items = [f"{'you' if s == viewer else _seat(s, names)} {v:+d}" for s, v in enumerate(values)]
+    return _wrap(head, [*(f"{i}," for i in items[:-1]), items[-1]], sep=" ")
 
-    s = settlement_from_pb(settlement)
-    lines = ["=" * 30 + " round over " + "=" * 37]
-    if s.winner >= 0:
-        who = "you win" if s.winner == viewer else f"seat {s.winner} {names.get(s.winner, '')} wins".replace("  ", " ")
-        lines.append(f"{who} ({s.outcome}, {s.reason})")
-        if s.score is not None:
-            cats = ", ".join(f"{n} {v}" for n, v in s.score.categories()) or "-"
-            lines.append(f"  base score {s.base}: {cats}")
-            lines.append(f"  counts: 광 {s.score.gwang_count}, 열끗 {s.score.yeol_count}, 띠 {s.score.tti_count}, "
-                         f"피 {s.score.pi_value}")
-        if s.gos:
-            lines.append(f"  {s.gos}고: base {s.base} becomes {s.go_score}")
+
+class _Speaker:
+    """Seats in sentences: the viewer is "you" (``you have``), the others "seat 1 (greedy)" (``has``)."""
+
+    def __init__(self, viewer: int, names: dict[int, str]) -> None:
+        self.viewer, self.names = viewer, names
+
+    def __call__(self, seat: int, verb: str = "", third: str = "") -> str:
+        """The seat, then ``verb`` conjugated (``third``: its third-person form, default verb + s)."""
+        you = seat == self.viewer
+        name = "you" if you else _seat(seat, self.names)
+        if not verb:
+            return name
+        return f"{name} {verb if you else third or verb + 's'}"
+
+
+def _outcome_text(s: Settlement, view: View, say: _Speaker) -> str:
+    """The first line of the settlement: who won, and how."""
+    w = say(s.winner, "win")
+    if s.outcome == "stop":
+        how = "by a 고 on the last turn, which counts as a stop" if s.reason == "last_go" else \
+            f"by stopping (스톱) at {s.base}"
+        return f"{w} {how}"
+    if s.outcome == "best_score":
+        return f"{w} with the best score ({s.base}) when the cards ran out"
+    if s.outcome == "instant_win":
+        return f"{w} at once: {_REASONS.get(s.reason, term(s.reason))}"
+    if s.outcome == "instant_loss":
+        losers = [seat.seat for seat in view.seats if seat.ppeok >= 3 and seat.seat != s.winner]
+        loser = say(losers[0], "lose") if losers else "a seat loses"
+        return f"{loser} at once, {_REASONS.get(s.reason, term(s.reason))}; {say(s.winner, 'win')} with {s.base}"
+    return f"{w} ({s.outcome}, {s.reason})"
+
+
+def _score_row(score: Score) -> str:
+    """A base score by category, each with the cards that make it, on as many lines as it needs:
+    ``score 9 = 광 3 (3 광) + 피 6 (15 피 - 9)``."""
+    detail = {
+        "gwang": f"{score.gwang_count} 광" + (" with 비광" if score.has_bigwang and score.gwang_count == 3 else ""),
+        "yeol": f"{score.yeol_count} 열끗 - 4", "tti": f"{score.tti_count} 띠 - 4", "pi": f"{score.pi_value} 피 - 9",
+    }
+    parts = [f"{term(n)} {v}" + (f" ({detail[n]})" if n in detail else "") for n, v in score.categories()]
+    items = [*(f"{p} +" for p in parts[:-1]), *parts[-1:]] or ["0"]
+    return "\n".join(_wrap(f"score {score.total} = ", items, width=WIDTH - 2, sep=" "))
+
+
+def _go_line(s: Settlement, rules: Rules | None) -> str:
+    """The 고 addition: ``2고: 9 + 2 = 11`` (``no 고``)."""
+    if not s.gos:
+        return "no 고"
+    base, n = s.base, s.gos
+    formula = ""
+    if rules is not None:
+        add = 2 if rules.go_scoring == "standard" and n > 2 else n
+        formula = f"{base} + {n}" if n <= 2 else f"({base} + {add}) × {1 << (n - 2)}"
+    plain = go_score(base, n, rules.go_scoring) if rules is not None else s.go_score
+    text = f"{n}고: " + (f"{formula} = {plain}" if formula else f"{plain}")
+    if plain != s.go_score:
+        text += f", raised to {s.go_score} (the least such a win pays)"
+    return text
+
+
+def _winner_lines(s: Settlement, view: View, say: _Speaker) -> list[str]:
+    """What the winner's side brings to every bill: score by category, 고, the winner's multipliers."""
+    rules, w = view.rules, s.winner
+    applied = {f.name: f.value for f in s.winner_factors}
+    lines = []
+    if s.outcome == "instant_win":
+        lines.append(f"a fixed {s.go_score} points: no 고, 흔들기/폭탄, 멍박 or 박 count")
     else:
-        lines.append(f"나가리: nobody wins ({s.outcome}, {s.reason})")
-    for text in settlement_text(s).splitlines():
-        lines += _wrap_text(_names_in(text, names))
-    mine = s.points[viewer] if 0 <= viewer < len(s.points) else 0
-    lines.append(f"you {'win' if mine > 0 else 'lose' if mine < 0 else 'neither win nor lose'} "
-                 f"{abs(mine)} point(s) this round")
-    rounds = f"{match.round_no} of {match.rounds}" if match.rounds else f"{match.round_no}"
-    lines.append(f"match after round {rounds}: points {list(match.points)}, wins {list(match.wins)}")
-    return "\n".join(lines)
+        assert s.score is not None
+        lines.append(_score_row(s.score))
+        lines.append(_go_line(s, rules))
+        seat = view.seats[w]
+        declared = [f"{label} month {m} {month_name(m)}" for label, months in (("흔들기", seat.shakes),
+                                                                             ("폭탄", seat.bombs)) for m in months]
+        if "shake_bomb" in applied:
+            lines.append(f"×{applied['shake_bomb']} 흔들기/폭탄: {', '.join(declared) or 'declared'}")
+        elif rules is not None and rules.shake_bomb:
+            lines.append(f"no 흔들기/폭탄: {say(w, 'did', 'did')} not shake or bomb")
+        yeol = s.score.yeol_count
+        if "meongbak" in applied:
+            lines.append(f"×2 멍박 (멍따): {say(w, 'have', 'has')} {yeol} 열끗"
+                         + (f", {rules.meongbak_min_yeol} or more" if rules is not None else ""))
+        elif rules is not None and rules.meongbak:
+            lines.append(f"no 멍박: {say(w, 'have', 'has')} {yeol} 열끗, fewer than {rules.meongbak_min_yeol}")
+    if "nagari_carry" in applied:
+        lines.append("×2 나가리: this round follows a 나가리 and counts double")
+    return lines
 
 
-# ------------------------------------------------------------------------ the local server
+def _bak_lines(s: Settlement, bill: Bill, view: View, say: _Speaker) -> list[str]:
+    """Each 박 of one loser, applied (×2 and why) or not (and why not)."""
+    rules, w, loser = view.rules, s.winner, bill.seat
+    applied = {f.name: f.value for f in bill.factors}
+    seat = view.seats[loser]
+    pi, gwang = seat.score.pi_value, seat.score.gwang_count
+    lines = []
+    span = ""  # the 피 values that make a 피박
+    if rules is not None:
+        low = 1 if rules.pibak_zero_exempt else 0
+        span = f"{low} to {rules.pibak_max_pi}" if low < rules.pibak_max_pi else f"{rules.pibak_max_pi}"
+    if "pibak" in applied:
+        needs_pi = rules is not None and rules.pibak_requires_winner_pi
+        scored = f"{say(w, 'scored', 'scored')} with 피 and " if needs_pi else ""
+        lines.append(f"×2 피박: {scored}{say(loser, 'have', 'has')} {pi} 피" + (f" (피박: {span})" if span else ""))
+    elif rules is not None and rules.pibak:
+        if rules.pibak_requires_winner_pi and s.score is not None and s.score.pi == 0:
+            why = f"{say(w, 'did', 'did')} not score with 피"
+        elif pi == 0 and rules.pibak_zero_exempt:
+            why = f"{say(loser, 'have', 'has')} no 피 at all (exempt)"
+        else:
+            why = f"{say(loser, 'have', 'has')} {pi} 피 (피박: {span})"
+        lines.append(f"no 피박: {why}")
+    if "gwangbak" in applied:
+        lines.append(f"×2 광박: {say(w, 'scored', 'scored')} with 광 and {say(loser, 'have', 'has')} no 광")
+    elif rules is not None and rules.gwangbak:
+        why = f"{say(w, 'did', 'did')} not score with 광" if s.score is not None and s.score.gwang == 0 else \
+            f"{say(loser, 'have', 'has')} {gwang} 광"
+        lines.append(f"no 광박: {why}")
+    gobak = _gobak(rules)
+    if "gobak" in applied:
+        lines.append(f"×2 {gobak}: {say(loser, 'went', 'went')} {seat.gos}고 and lost")
+    elif bill.covers != (loser,) and len(s.bills) > 1:  # 3 players: one loser pays both bills, or none
+        if bill.covers:
+            others = ", ".join(say(o) for o in bill.covers if o != loser)
+            pays = "pay" if loser == view.viewer else "pays"
+            lines.append(f"{gobak}: {say(loser, 'went', 'went')} 고 last and {pays} for {others} too")
+    elif rules is not None and rules.gobak:
+        lines.append(f"no {gobak}: {say(loser, 'did', 'did')} not go")
+    if "own_shake_bomb" in applied:
+        shook = say(loser, "shook or bombed", "shook or bombed")
+        lines.append(f"×{applied['own_shake_bomb']} own 흔들기/폭탄: {shook} (counts even when losing)")
+    return lines
 
-"""The embedded server (``service.embedded``), under the name this module has always offered."""
+
+def _gobak(rules: Rules | None) -> str:
+    """The name of 고박 in these rules (``classic`` calls it 독박)."""
+    return "독박" if rules is not None and rules.name == "classic" else "고박"
+
+
+def _bill_lines(s: Settlement, bill: Bill, view: View, say: _Speaker) -> list[str]:
+    """One payer's breakdown: this loser's 박 (each applied or not, and why), then the product of
+    the winner's points and every multiplier, and what this seat pays."""
+    head = f"{say(bill.seat, 'pay', 'pays')} {say(s.winner)} {_plural(bill.pays, 'point')}:"
+    payer = next((b.seat for b in s.bills if bill.seat in b.covers and b.seat != bill.seat), -1)
+    if payer >= 0:
+        head = (f"{say(bill.seat, 'owe', 'owes')} {say(s.winner)} {_plural(bill.points, 'point')}, "
+                f"paid by {say(payer)} ({_gobak(view.rules)}):")
+    rows = [] if s.outcome == "instant_win" else _bak_lines(s, bill, view, say)  # a fixed win has no 박
+    factors = [*s.winner_factors, *bill.factors]
+    product = "".join(f" × {f.value} ({term(f.name)})" for f in factors)
+    rows.append(f"points: {s.go_score}{product} = {bill.points}" if product else f"points: {bill.points}")
+    covered = [b for b in s.bills if b.seat in bill.covers and b.seat != bill.seat]
+    if covered:
+        rows.append(f"total: {bill.points} + " + " + ".join(f"{b.points} for {say(b.seat)}" for b in covered)
+                    + f" = {bill.pays}")
+    return [head] + [f"  {r}" for r in rows]
+
+
+def settlement_screen(view: View, match: MatchSummary, names: dict[int, str]) -> str:
+    """The end of a round: who won and how, what the win is worth (score by category, 고, the
+    winner's multipliers), then one breakdown per payer (each 박 applied with its reason or not
+    applied and why, the product, the points paid), instant payments, the round's net points and
+    the match so far."""
+    s = view.settlement
+    assert s is not None, "the round is not over"
+    say = _Speaker(view.viewer, names)
+    lines = ["=" * 31 + " round over " + "=" * 36]
+    if s.winner >= 0:
+        lines.append(_outcome_text(s, view, say) + ":")
+        lines += [f"  {line}" for row in _winner_lines(s, view, say) for line in row.split("\n")]
+        for bill in s.bills:
+            lines += _bill_lines(s, bill, view, say)
+    else:
+        lines.append(f"나가리: nobody wins ({_REASONS.get(s.reason, s.reason)})"
+                     + ("; the next round counts double" if s.carry_next else ""))
+    for p in s.payments:
+        lines.append(f"paid during the round: {say(p.payer, 'pay', 'pays')} {say(p.payee)} "
+                     f"{_plural(p.points, 'point')} ({term(p.reason)})")
+    if any(s.points):
+        lines += _by_seat("net points this round: ", s.points, view.viewer, names)
+    if s.point_value:
+        lines += _by_seat("money this round: ", s.money, view.viewer, names)
+    if match.round_no > 1:  # after the first round the match's points are the round's
+        rounds = f"{match.round_no} of {match.rounds}" if match.rounds else f"{match.round_no}"
+        lines += _by_seat(f"match points after round {rounds}: ", match.points, view.viewer, names)
+    wrapped: list[str] = []
+    for line in lines:
+        wrapped += _wrap_text(line)
+    return "\n".join(wrapped)
 
 
 # --------------------------------------------------------------------------------- the game
@@ -322,7 +668,7 @@ class _Screen:
 
 
 def _say_event(screen: _Screen, item: pb.WatchGameResponse) -> None:
-    text = _event_text(event_from_pb(item.event), screen.seat, screen.names)
+    text = _event_text(event_from_pb(item.event), screen.names)
     if text is not None:
         for line in text.splitlines():
             for part in _wrap_text(line):
@@ -344,8 +690,8 @@ def _show_events(screen: _Screen, feed: _Feed, until: int, wait: float = 2.0) ->
 def _choose(screen: _Screen, view: View) -> Action:
     screen.say(_decision_text(view))
     actions = view.legal_actions
-    for i, action in enumerate(actions, 1):
-        screen.say(f"  {i:>2}) {action_text(action, view.seats[view.viewer].hand if view.viewer >= 0 else ())}")
+    for line in _menu(view):
+        screen.say(line)
     while True:
         answer = screen.ask(f"choose 1-{len(actions)} (q quits): ")
         if answer.isdigit() and 1 <= int(answer) <= len(actions):
@@ -356,31 +702,36 @@ def _choose(screen: _Screen, view: View) -> Action:
 def play(client: GostopClient, game: Game, seat: int, screen: _Screen) -> int:
     """The human's side of a game: returns when the match is finished (or raises ``Quit``)."""
     feed = _Feed(client, game, seat)
+    waiting_for = -1
+    """The seat the last "... to move" line named: a turn of several decisions is announced once."""
     try:
         while True:
             msg = client.get_game(game, seat)
             _show_events(screen, feed, msg.version)
             view, match = view_from_pb(msg), match_from_pb(msg.match)
             if msg.phase == pb.PHASE_OVER:
-                screen.say(table_text(view, match, screen.names, msg.version))
-                screen.say(settlement_screen(msg.settlement, match, screen.names, seat))
+                waiting_for = -1
+                screen.say(table_text(view, match, screen.names))
+                screen.say(settlement_screen(view, match, screen.names))
                 if match.finished:
-                    money = f", money {list(match.money)}" if any(match.money) else ""
-                    screen.say(f"match over: points {list(match.points)}{money}")
+                    screen.say(_match_over(match, seat, screen.names))
                     return 0
                 screen.ask("press Enter for the next round (q quits): ")
                 with contextlib.suppress(StaleVersion, RoundOverError):
                     client.start_next_round(game, seat, expected_version=msg.version)
                 continue
             if msg.to_move == seat and msg.legal_actions:
-                screen.say(table_text(view, match, screen.names, msg.version))
+                waiting_for = -1
+                screen.say(table_text(view, match, screen.names))
                 action = _choose(screen, view)
                 try:
                     client.submit_action(game, seat, action, expected_version=msg.version)
                 except StaleVersion:
                     screen.say("the game moved on meanwhile: look again")
                 continue
-            screen.say(f"... seat {msg.to_move} {screen.names.get(msg.to_move, '')} to move")
+            if msg.to_move != waiting_for and msg.to_move >= 0:
+                screen.say(f"... {_seat(msg.to_move, screen.names)} to move")
+                waiting_for = msg.to_move
             while True:  # until the game moves on
                 item = feed.peek(1.0)
                 if item is not None and item.version > msg.version:
@@ -393,11 +744,27 @@ def play(client: GostopClient, game: Game, seat: int, screen: _Screen) -> int:
         feed.close()
 
 
+def _match_over(match: MatchSummary, viewer: int, names: dict[int, str]) -> str:
+    """The last line of a match: who won it (most points), and the money if the match had a point value."""
+    best = max(match.points)
+    leaders = [s for s, p in enumerate(match.points) if p == best]
+    who = "you win" if leaders == [viewer] else f"{_seat(leaders[0], names)} wins" if len(leaders) == 1 else \
+        "a draw between " + " and ".join("you" if s == viewer else _seat(s, names) for s in leaders)
+    text = f"match over: {who} the match" if len(leaders) == 1 else f"match over: {who}"
+    if any(match.money):
+        return "\n".join([text, *_by_seat("money: ", match.money, viewer, names)])
+    return text
+
+
 # -------------------------------------------------------------------------- command line
 
 
 def add_play_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``gostop play``."""
+    parser.description = (
+        "Play Go-Stop (고스톱) against bots in this terminal. At each of your decisions you see the table "
+        "and the numbered choices, each hand card with the floor cards it would take; after each round, "
+        "who pays what and why. Type a number and Enter; q or Ctrl-D quits.")
     parser.add_argument("--server", default=None,
                         help="HOST:PORT of a game service (default: start one in this process)")
     parser.add_argument("--preset", choices=PRESETS, default="standard")
