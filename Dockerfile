@@ -75,13 +75,15 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     GOSTOP_LISTEN=0.0.0.0:50051 \
+    GOSTOP_HTTP_LISTEN=0.0.0.0:8080 \
     GOSTOP_METRICS_HOST=0.0.0.0 \
     GOSTOP_METRICS_PORT=9464 \
     GOSTOP_LOG_FORMAT=json
 WORKDIR /tmp
 USER 10001:10001
-# gRPC (GOSTOP_LISTEN) and Prometheus metrics (GOSTOP_METRICS_PORT).
-EXPOSE 50051 9464
+# gRPC (GOSTOP_LISTEN), HTTP: Connect, gRPC-Web and the web table (GOSTOP_HTTP_LISTEN), and
+# Prometheus metrics (GOSTOP_METRICS_PORT).
+EXPOSE 50051 8080 9464
 HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 CMD ["gostop-healthcheck"]
 # SIGTERM starts the graceful stop: NOT_SERVING, then GOSTOP_DRAIN_SECONDS of draining.
 STOPSIGNAL SIGTERM

@@ -8,9 +8,10 @@ refuses bad values, one test per rule; the rendered Deployment, Service, probes,
 are compared with what the server really listens on, serves and exports (service/config.py,
 service/server.py, service/metrics.py); the bot workers' command line is parsed by the parser of
 `gostop bots serve` and their environment resolved as the kubelet would, and the rendered worker
-is run against a server with the chart's settings on a real Redis. The Dockerfile is linted structurally and by hadolint, its
-health probe is run against a real server, and the server is shown to write nothing outside /tmp
-(so that readOnlyRootFilesystem holds).
+is run against a server with the chart's settings on a real Redis; that server is also called on its
+HTTP port as a gateway forwards browsers' requests (the web table, Connect, CORS). The Dockerfile is
+linted structurally and by hadolint, its health probe is run against a real server, and the server
+is shown to write nothing outside /tmp (so that readOnlyRootFilesystem holds).
 
 The tools come from `make helm-tools` (pinned in the Makefile, kept in .tools/); a missing tool
 fails these tests with the command that installs it.
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -125,7 +127,17 @@ BOTS = Variant("bot-workers", (), (*PRODUCTION.sets, "botWorkers.enabled=true", 
                                    "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true"))
 OWN_SECRET_BOTS = Variant("bot-workers-own-secret", (), ("secrets.existingSecret=gostop-secrets",
                                                         "redis.urlFromSecret=true", "botWorkers.enabled=true"))
-VARIANTS = (DEFAULT, ALL, ALL_EXTERNAL, PRODUCTION, BOTS)
+# Production for browsers (issue 24): the HTTP port on another number, an HTTPRoute with a precise and a
+# wildcard host name, a site of another origin allowed by CORS, the NetworkPolicy on.
+PAGE_HOST = "play.example.com"
+OTHER_SITE = "https://games.example.com"
+BROWSERS = Variant("browsers", (), (
+    *PRODUCTION.sets, "ports.http=8088", "httpRoute.enabled=true", "httpRoute.parentRefs[0].name=public",
+    "httpRoute.parentRefs[0].namespace=gateway-system", f"httpRoute.hostnames[0]={PAGE_HOST}",
+    "httpRoute.hostnames[1]=*.tables.example.com", f"config.corsOrigins[0]={OTHER_SITE}", "networkPolicy.enabled=true"))
+# The HTTP port turned off: gRPC only.
+NO_HTTP = Variant("no-http", (), ("ports.http=0", "networkPolicy.enabled=true"))
+VARIANTS = (DEFAULT, ALL, ALL_EXTERNAL, PRODUCTION, BOTS, BROWSERS)
 BOT_WORKERS = f"{FULLNAME}-bot-workers"
 
 
@@ -286,8 +298,8 @@ def test_all_on_renders_every_template() -> None:
     assert templates - rendered == set(), "tests/helm/all-on.yaml must turn on every template"
     kinds = {d["kind"] for d in manifests(ALL)}
     assert {"Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "ConfigMap", "Secret",
-            "ServiceMonitor", "PrometheusRule", "NetworkPolicy", "GRPCRoute", "Ingress", "StatefulSet", "Job",
-            "PersistentVolumeClaim", "ServiceAccount"} <= kinds
+            "ServiceMonitor", "PrometheusRule", "NetworkPolicy", "GRPCRoute", "HTTPRoute", "Ingress", "StatefulSet",
+            "Job", "PersistentVolumeClaim", "ServiceAccount"} <= kinds
 
 
 def test_generated_token_secret_is_strong() -> None:
@@ -306,7 +318,7 @@ def test_bot_key_only_when_asked_for_and_generated_strong() -> None:
     assert server_env(ALL)["GOSTOP_BOT_KEYS"] == "a-bot-worker-key"
 
 
-@pytest.mark.parametrize("variant", [DEFAULT, ALL, PRODUCTION, BOTS], ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", [DEFAULT, ALL, PRODUCTION, BOTS, BROWSERS], ids=lambda v: v.name)
 def test_notes_render(variant: Variant, tmp_path: Path) -> None:
     """NOTES.txt (which helm template skips) renders: through tpl, in a copy of the chart."""
     chart = tmp_path / "gostop"
@@ -327,6 +339,11 @@ def test_notes_render(variant: Variant, tmp_path: Path) -> None:
     assert (f"Bot workers: Deployment {BOT_WORKERS}" in notes) == (variant in (ALL, BOTS))
     assert ("2 to 20 pods (HPA on CPU)" in notes) == (variant == ALL)
     assert ("The bot key (GOSTOP_BOT_KEYS" in notes) == (variant == BOTS), "generated: pin it for offline renders"
+    http = server_config.load(env=server_env(variant)).http_address()
+    assert http is not None and f"http://{FULLNAME}.{NAMESPACE}.svc:{http[1]}/ (the web table" in notes
+    assert f"port-forward svc/{FULLNAME} {http[1]}:http" in notes
+    assert ("Through the gateway: https://play.example.com/" in notes) == (variant == BROWSERS)
+    assert "tables.example.com" not in notes, "a wildcard host name is no address to open"
 
 
 # One bad value per rule of values.schema.json: (helm arguments, what the error names).
@@ -383,6 +400,20 @@ SCHEMA_RULES = {
     "unknown bot worker key": (["--set", "botWorkers.image=other"], "additional properties 'image' not allowed"),
     "fallback ratio over 1": (["--set", "metrics.prometheusRule.botFallbackRatio=2"],
                               "/metrics/prometheusRule/botFallbackRatio"),
+    "http port out of range": (["--set", "ports.http=65536"], "/ports/http"),
+    "negative http port": (["--set", "ports.http=-1"], "/ports/http"),
+    "cors origin with a path": (["--set", "config.corsOrigins[0]=https://games.example.com/play"],
+                                "/config/corsOrigins/0"),
+    "cors origin without a scheme": (["--set", "config.corsOrigins[0]=games.example.com"], "/config/corsOrigins/0"),
+    "cors origins as one string": (["--set", "config.corsOrigins=https://a.example.com"], "/config/corsOrigins"),
+    "two cors origins in one item": (["--set", "config.corsOrigins[0]=https://a.example.com\\,https://b.example.com"],
+                                     "/config/corsOrigins/0"),
+    "http route host name in capitals": (["--set", "httpRoute.hostnames[0]=Play.Example.com"],
+                                         "/httpRoute/hostnames/0"),
+    "http route host name with a port": (["--set", "httpRoute.hostnames[0]=play.example.com:443"],
+                                         "/httpRoute/hostnames/0"),
+    "watch timeout not a gateway duration": (["--set", "httpRoute.watchTimeout=1d"], "/httpRoute/watchTimeout"),
+    "unknown http route key": (["--set", "httpRoute.matches=all"], "additional properties 'matches' not allowed"),
 }
 
 
@@ -420,6 +451,22 @@ TEMPLATE_RULES = {
     # server silently ran the memory store (and the workers had no Redis).
     "redis url with an existing secret": (["--set", "secrets.existingSecret=mine", "--set",
                                           "redis.url=redis://redis:6379/0"], "set redis.urlFromSecret=true instead"),
+    "http route without a gateway": (["--set", "httpRoute.enabled=true"], "httpRoute.parentRefs"),
+    "http route with the http port off": (["--set", "ports.http=0", "--set", "httpRoute.enabled=true", "--set",
+                                           "httpRoute.parentRefs[0].name=gw"], "httpRoute.enabled needs the HTTP port"),
+    "http port on the grpc port": (["--set", "ports.http=50051"], "ports.http (50051) is the gRPC port"),
+    "http port among the worker metrics ports": (["--set", f"redis.url={ESCAPED_REDIS}", "--set", "config.workers=3",
+                                                  "--set", "ports.http=9465"], "ports.http (9465)"),
+    # Gateway API accepts only one of an HTTPRoute and a GRPCRoute sharing a host on one listener.
+    "both routes on one listener for every host": (
+        ["--set", "grpcRoute.enabled=true", "--set", "grpcRoute.parentRefs[0].name=gw", "--set",
+         "httpRoute.enabled=true", "--set", "httpRoute.parentRefs[0].name=gw"],
+        "grpcRoute and httpRoute attach to the same listener"),
+    "both routes on one listener, a wildcard covering the page": (
+        ["--set", "grpcRoute.enabled=true", "--set", "grpcRoute.parentRefs[0].name=gw", "--set",
+         "grpcRoute.hostnames[0]=*.example.com", "--set", "httpRoute.enabled=true", "--set",
+         "httpRoute.parentRefs[0].name=gw", "--set", "httpRoute.parentRefs[0].sectionName=https", "--set",
+         "httpRoute.hostnames[0]=play.example.com"], "grpcRoute and httpRoute attach to the same listener"),
 }
 
 
@@ -467,8 +514,8 @@ def test_default_settings_follow_the_server_defaults() -> None:
     """values.yaml's config mirrors service/config.py; only the pod's addresses, the log format and
     the per-address stream limit (every stream comes through the gateway's addresses) differ."""
     env = one(DEFAULT, "ConfigMap")["data"]
-    deliberate = {"GOSTOP_LISTEN": "0.0.0.0:50051", "GOSTOP_METRICS_HOST": "0.0.0.0", "GOSTOP_LOG_FORMAT": "json",
-                  "GOSTOP_MAX_WATCH_PER_PEER": "0"}
+    deliberate = {"GOSTOP_LISTEN": "0.0.0.0:50051", "GOSTOP_HTTP_LISTEN": "0.0.0.0:8080",
+                  "GOSTOP_METRICS_HOST": "0.0.0.0", "GOSTOP_LOG_FORMAT": "json", "GOSTOP_MAX_WATCH_PER_PEER": "0"}
     for key, value in env.items():
         default = SETTINGS[key].default
         if key in deliberate:
@@ -476,6 +523,8 @@ def test_default_settings_follow_the_server_defaults() -> None:
         else:
             assert type(default)(value) == default, f"{key}: chart default {value!r}, server default {default!r}"
     assert env["GOSTOP_LISTEN"].rpartition(":")[2] == SETTINGS["GOSTOP_LISTEN"].default.rpartition(":")[2]
+    assert env["GOSTOP_HTTP_LISTEN"].rpartition(":")[2] == SETTINGS["GOSTOP_HTTP_LISTEN"].default.rpartition(":")[2]
+    assert env["GOSTOP_CORS_ORIGINS"] == SETTINGS["GOSTOP_CORS_ORIGINS"].default == "", "no route: no origin added"
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
@@ -484,11 +533,15 @@ def test_ports_and_probes_match_the_server(variant: Variant) -> None:
     container = server_container(variant)
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     grpc_port = int(env["GOSTOP_LISTEN"].rpartition(":")[2])
+    # The HTTP port as the server reads GOSTOP_HTTP_LISTEN (one port, shared by every worker).
+    http = server_config.load(env=env).http_address()
+    assert http is not None, "the chart serves the HTTP port unless ports.http is 0"
     # One metrics port per worker: each worker process serves its own (service/workers.py).
-    assert ports == {"grpc": grpc_port, **metrics_ports(variant)}
+    assert ports == {"grpc": grpc_port, "http": http[1], **metrics_ports(variant)}
     assert ports["metrics"] == int(env["GOSTOP_METRICS_PORT"])
     host = env["GOSTOP_LISTEN"].rpartition(":")[0]
     assert host in ("0.0.0.0", "[::]"), "the server must listen on the pod's address, not loopback"
+    assert http[0] in ("0.0.0.0", "::") and http[0] == host.strip("[]"), "the HTTP port too"
     assert env["GOSTOP_METRICS_HOST"] in ("0.0.0.0", "::")
     # The health names the server registers: "" and the game service.
     assert pb.DESCRIPTOR.services_by_name["GameService"].full_name == SERVICE
@@ -506,6 +559,7 @@ def test_ports_and_probes_match_the_server(variant: Variant) -> None:
         assert port["targetPort"] == name and port["port"] == ports[name]
     if not tls:
         assert service_ports["grpc"]["appProtocol"] == "kubernetes.io/h2c"
+    assert service_ports["http"]["appProtocol"] == "http", "cleartext HTTP, even with tls.enabled (gRPC only)"
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
@@ -584,6 +638,9 @@ def test_selectors_and_references_agree(variant: Variant) -> None:
     for route in objects(variant, "GRPCRoute"):
         backends = [b for rule in route["spec"]["rules"] for b in rule["backendRefs"]]
         assert backends == [{"name": FULLNAME, "port": ports["grpc"]}]
+    for route in objects(variant, "HTTPRoute"):
+        for rule in route["spec"]["rules"]:
+            assert rule["backendRefs"] == [{"name": FULLNAME, "port": ports["http"]}]
     for ingress in objects(variant, "Ingress"):
         assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/backend-protocol"] == "GRPC"
         backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
@@ -659,6 +716,178 @@ def test_tournament_job_calls_the_service() -> None:
     one(ALL, "PersistentVolumeClaim", claim)
     credentials = one(ALL, "Secret", f"{FULLNAME}-tournament")
     assert set(credentials["data"]) == {"api-key", "operator-key"}
+
+
+# --- the HTTP port: browsers through the gateway (issue 24) --------------------------------------
+
+
+def route(variant: Variant) -> dict[str, Any]:
+    [found] = objects(variant, "HTTPRoute")
+    return found
+
+
+def test_http_port_settings_reach_the_server() -> None:
+    """ports.http and listenHost make GOSTOP_HTTP_LISTEN; config.corsOrigins and https://<host> of each
+    precise route host name (not the wildcard) make GOSTOP_CORS_ORIGINS, as service/config.py reads them."""
+    config = server_config.load(env=server_env(BROWSERS))
+    assert config.http_address() == ("0.0.0.0", 8088)
+    assert config.keys("cors_origins") == (OTHER_SITE, f"https://{PAGE_HOST}")
+    everything = server_config.load(env=server_env(ALL))
+    assert everything.http_address() == ("::", 8080)
+    assert everything.keys("cors_origins") == ("https://games.example.com", "http://localhost:5173",
+                                               "https://play.gostop.example.com")
+    assert server_config.load(env=server_env(DEFAULT)).keys("cors_origins") == ()
+    star = server_config.load(env=server_env(Variant("any-origin", (), (*BROWSERS.sets, "config.corsOrigins[1]=*"))))
+    assert star.cors_origins == "*", "any origin: the hosts add nothing"
+
+
+def test_http_port_off_is_off_everywhere() -> None:
+    """ports.http 0: the server gets GOSTOP_HTTP_LISTEN=off, and no container port, Service port,
+    NetworkPolicy rule or HTTPRoute names an HTTP port."""
+    env = server_env(NO_HTTP)
+    assert env["GOSTOP_HTTP_LISTEN"] == "off"
+    assert server_config.load(env=env).http_address() is None
+    assert "http" not in {p["name"] for p in server_container(NO_HTTP)["ports"]}
+    assert "http" not in {p["name"] for p in one(NO_HTTP, "Service")["spec"]["ports"]}
+    policy_ports = {p["port"] for rule in one(NO_HTTP, "NetworkPolicy")["spec"]["ingress"] for p in rule["ports"]}
+    assert policy_ports == {"grpc", "metrics"}
+    assert not objects(NO_HTTP, "HTTPRoute")
+
+
+@pytest.mark.parametrize("variant", [ALL, BROWSERS], ids=lambda v: v.name)
+def test_http_route_sends_the_site_to_the_http_port(variant: Variant) -> None:
+    """The HTTPRoute attaches to the values' Gateway with their host names and sends every path to the
+    Service's http port; WatchGame, the service's one server stream, has its own rule with the
+    request timeout of httpRoute.watchTimeout (a gateway's default would end the stream)."""
+    spec = route(variant)["spec"]
+    values = {ALL: ([{"name": "public-gateway", "namespace": "gateway-system", "sectionName": "https"}],
+                    ["play.gostop.example.com", "*.tables.gostop.example.com"], "1h"),
+              BROWSERS: ([{"name": "public", "namespace": "gateway-system"}],
+                         [PAGE_HOST, "*.tables.example.com"], "0s")}
+    parents, hosts, timeout = values[variant]
+    assert spec["parentRefs"] == parents and spec["hostnames"] == hosts
+    streams = [m.name for m in pb.DESCRIPTOR.services_by_name["GameService"].methods if m.server_streaming]
+    assert streams == ["WatchGame"]
+    watch, rest = spec["rules"]
+    assert watch["matches"] == [{"path": {"type": "Exact", "value": f"/{SERVICE}/WatchGame"}}]
+    assert watch["timeouts"] == {"request": timeout}
+    assert rest["matches"] == [{"path": {"type": "PathPrefix", "value": "/"}}] and "timeouts" not in rest
+    http_port = server_config.load(env=server_env(variant)).http_address()
+    assert http_port is not None
+    service_port = next(p for p in one(variant, "Service")["spec"]["ports"] if p["name"] == "http")
+    assert service_port["port"] == http_port[1] and service_port["targetPort"] == "http"
+    for rule in spec["rules"]:
+        assert rule["backendRefs"] == [{"name": FULLNAME, "port": service_port["port"]}]
+    no_timeout = template(Variant("no-watch-timeout", (), (*BROWSERS.sets, "httpRoute.watchTimeout=")))
+    assert "timeouts:" not in no_timeout.split("kind: HTTPRoute")[1]
+
+
+@pytest.mark.parametrize("variant", [ALL, BROWSERS], ids=lambda v: v.name)
+def test_network_policy_admits_the_gateway_on_the_http_port(variant: Variant) -> None:
+    """Browsers come through the gateway: the HTTP port admits the gateway's pods and extraIngress, as
+    the gRPC port does, and not the tournament or the bot workers (they speak gRPC)."""
+    ingress = one(variant, "NetworkPolicy")["spec"]["ingress"]
+    [http_rule] = [r for r in ingress if r["ports"] == [{"port": "http", "protocol": "TCP"}]]
+    grpc_peers = ingress[0]["from"]
+    gateway, *_ = grpc_peers
+    extra = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "bots"}}}] if variant == ALL else []
+    assert http_rule["from"] == [gateway, *extra]
+    assert gateway["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "gateway-system"}}
+
+
+def test_routes_on_one_gateway_with_their_own_hosts_render() -> None:
+    """The GRPCRoute and the HTTPRoute may share a Gateway listener when their host names do not meet
+    (and a listener each with any host names: all-on.yaml)."""
+    both = Variant("both-routes", (), ("grpcRoute.enabled=true", "grpcRoute.parentRefs[0].name=gw",
+                                       "grpcRoute.hostnames[0]=api.example.com", "httpRoute.enabled=true",
+                                       "httpRoute.parentRefs[0].name=gw", "httpRoute.hostnames[0]=play.example.com",
+                                       "httpRoute.hostnames[1]=*.play.example.com"))
+    assert {d["kind"] for d in manifests(both)} >= {"GRPCRoute", "HTTPRoute"}
+    assert objects(ALL, "GRPCRoute") and objects(ALL, "HTTPRoute")
+
+
+def http_request(port: int, path: str, method: str = "GET", headers: dict[str, str] | None = None,
+                 body: bytes | None = None) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP request to the server's HTTP port on loopback, as the gateway forwards it: its status,
+    headers (lower-case names) and body; an error status is an answer too."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
+                                     headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def test_the_web_tables_own_origin_behind_a_tls_gateway_is_not_refused(tmp_path: Path) -> None:
+    """Regression: behind a gateway that terminates TLS, the page at https://<host>/ calls the API with
+    `Origin: https://<host>` while the server sees plain HTTP for that host, so it took its own page for
+    a foreign one and refused every call (403). The chart lists https://<host> of each route host name
+    in GOSTOP_CORS_ORIGINS. Here the server runs with the chart's settings and is called as the gateway
+    forwards a browser's calls; the same call with the settings of a release without the route is
+    still refused (so the test sees the difference the chart makes)."""
+    call = {"Host": PAGE_HOST, "Origin": f"https://{PAGE_HOST}", "X-Forwarded-Proto": "https",
+            "Content-Type": "application/json"}
+    path = f"/{SERVICE}/ListRuleSets"
+    server = start_server(tmp_path, server_env(BROWSERS))
+    try:
+        status, headers, body = http_request(server.http_port, path, "POST", call, b"{}")
+        assert status == 200, body
+        assert headers["access-control-allow-origin"] == f"https://{PAGE_HOST}"
+        assert json.loads(body)["ruleSets"]
+    finally:
+        assert stop_server(server) == 0
+    elsewhere = tmp_path / "no-route"
+    elsewhere.mkdir()
+    without_route = start_server(elsewhere, server_env(PRODUCTION))
+    try:
+        status, _, _ = http_request(without_route.http_port, path, "POST", call, b"{}")
+        assert status == 403, "without the route's origin the server refuses its own page behind TLS"
+    finally:
+        assert stop_server(without_route) == 0
+
+
+def test_browsers_reach_the_table_and_the_api_as_the_chart_configures_them(tmp_path: Path) -> None:
+    """The server with the chart's settings (addresses swapped for loopback ones), called as the gateway
+    forwards browsers' requests for the route's host: the web table (or the page saying it is not built)
+    at /, the Connect GET of ListRuleSets, a preflight and a call from the other site that
+    config.corsOrigins allows (a game created on a real Redis), and a site it does not allow refused."""
+    from testkit.redis_server import RedisServer
+
+    with RedisServer() as redis:
+        server = start_server(tmp_path, {**server_env(BROWSERS), "GOSTOP_REDIS_URL": redis.url})
+        try:
+            browse(server.http_port)
+        finally:
+            assert stop_server(server) == 0
+
+
+def browse(port: int) -> None:
+    """What test_browsers_reach_the_table_and_the_api_as_the_chart_configures_them asks of the HTTP port."""
+    status, headers, body = http_request(port, "/", headers={"Host": PAGE_HOST})
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert body.lower().startswith(b"<!doctype html>"), "the web table, or the page saying it is not built"
+    query = "?connect=v1&encoding=json&message=%7B%7D"
+    status, headers, body = http_request(port, f"/{SERVICE}/ListRuleSets{query}",
+                                         headers={"Host": PAGE_HOST})
+    assert status == 200 and headers["content-type"] == "application/json"
+    presets = {r["preset"] for r in json.loads(body)["ruleSets"]}
+    assert "standard" in presets
+    preflight = {"Host": PAGE_HOST, "Origin": OTHER_SITE, "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "content-type, connect-protocol-version"}
+    status, headers, _ = http_request(port, f"/{SERVICE}/CreateGame", "OPTIONS", preflight)
+    assert status == 204 and headers["access-control-allow-origin"] == OTHER_SITE
+    assert "POST" in headers["access-control-allow-methods"]
+    assert "connect-protocol-version" in headers["access-control-allow-headers"]
+    create = {"Host": PAGE_HOST, "Origin": OTHER_SITE, "Content-Type": "application/json",
+              "Connect-Protocol-Version": "1"}
+    status, headers, body = http_request(port, f"/{SERVICE}/CreateGame", "POST", create,
+                                         json.dumps({"preset": "standard", "players": 2}).encode())
+    assert status == 200 and headers["access-control-allow-origin"] == OTHER_SITE
+    assert json.loads(body)["gameId"]
+    foreign = {**create, "Origin": "https://elsewhere.example.net"}
+    status, _, _ = http_request(port, f"/{SERVICE}/CreateGame", "POST", foreign, b"{}")
+    assert status == 403
 
 
 # --- the bot workers -----------------------------------------------------------------------------
@@ -1041,6 +1270,7 @@ def test_dockerfile_ports_and_settings_match_the_server() -> None:
     final = dockerfile_stages()[-1]
     env = dockerfile_env(final)
     assert env["GOSTOP_LISTEN"] == "0.0.0.0:50051" and env["GOSTOP_METRICS_HOST"] == "0.0.0.0"
+    assert env["GOSTOP_HTTP_LISTEN"] == "0.0.0.0:8080", "the image serves the HTTP port on the container's address"
     assert env["PYTHONDONTWRITEBYTECODE"] == "1", "the read-only root filesystem takes no bytecode"
     unknown = {k for k in env if k.startswith("GOSTOP_")} - set(SETTINGS)
     assert not unknown
@@ -1048,8 +1278,10 @@ def test_dockerfile_ports_and_settings_match_the_server() -> None:
     listen_port = int(config.listen.rpartition(":")[2])
     assert listen_port == int(SETTINGS["GOSTOP_LISTEN"].default.rpartition(":")[2])
     assert config.metrics_port == SETTINGS["GOSTOP_METRICS_PORT"].default
+    http = config.http_address()
+    assert http is not None and http[1] == int(SETTINGS["GOSTOP_HTTP_LISTEN"].default.rpartition(":")[2])
     exposed = {int(p) for i in final if i.keyword == "EXPOSE" for p in i.value.split()}
-    assert exposed == {listen_port, config.metrics_port}
+    assert exposed == {listen_port, http[1], config.metrics_port}
     chart = server_container(DEFAULT)
     assert {p["containerPort"] for p in chart["ports"]} == exposed
     healthchecks = [i.value for i in final if i.keyword == "HEALTHCHECK"]
@@ -1096,22 +1328,26 @@ class Server:
     process: subprocess.Popen[bytes]
     port: int
     log: Path
+    http_port: int = 0
 
 
 def start_server(tmp_path: Path, env: dict[str, str], wrapper: Sequence[str] = ()) -> Server:
-    """A server process configured by ``env`` (the chart's settings), on a free loopback port."""
+    """A server process configured by ``env`` (the chart's settings), on free loopback ports (the
+    HTTP port too, unless the settings turn it off)."""
     port = free_port()
+    http_port = 0 if env.get("GOSTOP_HTTP_LISTEN") == "off" else free_port()
     log = tmp_path / "server.log"
     variables = {
         "PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent", "TMPDIR": str(tmp_path),
         "PYTHONDONTWRITEBYTECODE": "1", **env,
         "GOSTOP_LISTEN": f"127.0.0.1:{port}", "GOSTOP_METRICS_HOST": "127.0.0.1",
         "GOSTOP_METRICS_PORT": str(free_port()),
+        "GOSTOP_HTTP_LISTEN": f"127.0.0.1:{http_port}" if http_port else "off",
     }
     with log.open("wb") as out:
         process = subprocess.Popen([*wrapper, sys.executable, "-m", "gostop", "serve"], cwd=tmp_path, env=variables,
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-    server = Server(process, port, log)
+    server = Server(process, port, log, http_port)
     deadline = time.monotonic() + 60
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = health_pb2_grpc.HealthStub(channel)

@@ -178,6 +178,46 @@ def test_every_command_block_runs(tmp_path: Path) -> None:
     calls = (state / "calls.log").read_text()
     assert "helm rollback gostop 1 -n games" in calls and "kubectl -n games create secret generic gostop" in calls
 
+    check_the_browsers_section(renders, calls)
+
+
+def check_the_browsers_section(renders: list[Path], calls: str) -> None:
+    """Browsers (issue 24): the page's upgrade renders the HTTPRoute the page shows, on the listener
+    of the page's example Gateway that the GRPCRoute's host names leave free; the server gets the
+    route's https origin and the other site's in GOSTOP_CORS_ORIGINS; the page's curl calls go to the
+    route's host name, at the Connect GET path and as a preflight of the allowed site."""
+    with_route = [docs for docs in map(manifests, renders) if any(d["kind"] == "HTTPRoute" for d in docs)]
+    assert len(with_route) == 1, "the Browsers section's upgrade"
+    rendered = one(with_route[0], "HTTPRoute")
+    documents = yaml_documents(DOC.read_text())
+    [shown] = [d for d in documents if d.get("kind") == "HTTPRoute"]
+    assert shown["spec"] == rendered["spec"], "the page shows the HTTPRoute the chart renders"
+    assert shown["metadata"]["name"] == rendered["metadata"]["name"] == "gostop"
+    assert shown["metadata"]["namespace"] == "games"
+    assert one(with_route[0], "Deployment", "gostop")["spec"]["replicas"] == 3, "--reuse-values kept the install's"
+    service = one(with_route[0], "Service", "gostop")
+    [http_port] = [p for p in service["spec"]["ports"] if p["name"] == "http"]
+    assert all(rule["backendRefs"] == [{"name": "gostop", "port": http_port["port"]}]
+               for rule in rendered["spec"]["rules"])
+    # The example Gateway: the route's listener is its own, with the route's host name.
+    [gateway] = [d for d in documents if d.get("kind") == "Gateway"]
+    [parent] = rendered["spec"]["parentRefs"]
+    assert (gateway["metadata"]["name"], gateway["metadata"]["namespace"]) == (parent["name"], parent["namespace"])
+    listeners = {listener["name"]: listener for listener in gateway["spec"]["listeners"]}
+    [host] = rendered["spec"]["hostnames"]
+    assert listeners[parent["sectionName"]]["hostname"] == host
+    assert all(listener["hostname"] != host for name, listener in listeners.items() if name != parent["sectionName"])
+    # CORS: the page's own origin behind TLS and the other site of config.corsOrigins.
+    origins = one(with_route[0], "ConfigMap", "gostop")["data"]["GOSTOP_CORS_ORIGINS"].split(",")
+    assert origins == ["https://games.example.com", f"https://{host}"]
+    curls = [line for line in calls.splitlines() if line.startswith("curl ")]
+    connect_get = f"https://{host}/gostop.v1.GameService/ListRuleSets?connect=v1&encoding=json&message=%7B%7D"
+    assert any(connect_get in line for line in curls), curls
+    preflight = next(line for line in curls if "-X OPTIONS" in line)
+    assert f"https://{host}/gostop.v1.GameService/" in preflight
+    origin = re.search(r"Origin: (\S+)", preflight)
+    assert origin and origin.group(1) in origins
+
 
 def test_the_keda_example_scales_the_charts_workers_on_the_queue(tmp_path: Path) -> None:
     """The page's KEDA ScaledObject (an example) targets the chart's worker Deployment for the

@@ -86,6 +86,34 @@ Service, the ServiceMonitor and the NetworkPolicy list them all, so that every w
 {{- printf "%s:%d" .Values.listenHost (int .Values.ports.grpc) }}
 {{- end }}
 
+{{/* host:port the HTTP server binds (GOSTOP_HTTP_LISTEN), or "off" with ports.http 0. */}}
+{{- define "gostop.httpListen" -}}
+{{- if int .Values.ports.http }}
+{{- printf "%s:%d" .Values.listenHost (int .Values.ports.http) }}
+{{- else -}}
+off
+{{- end }}
+{{- end }}
+
+{{/* GOSTOP_CORS_ORIGINS: config.corsOrigins, then https://<host> of every exact httpRoute hostname
+(the web table's own origin: behind a gateway that terminates TLS the server sees the request as
+plain HTTP, so it cannot recognise the page's https origin as its own). Wildcard hostnames name no
+one origin and add nothing. */}}
+{{- define "gostop.corsOrigins" -}}
+{{- $origins := list }}
+{{- range .Values.config.corsOrigins }}
+{{- $origins = append $origins . }}
+{{- end }}
+{{- if and .Values.httpRoute.enabled (int .Values.ports.http) }}
+{{- range .Values.httpRoute.hostnames }}
+{{- if not (hasPrefix "*." .) }}
+{{- $origins = append $origins (printf "https://%s" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if has "*" $origins }}*{{ else }}{{ $origins | uniq | join "," }}{{ end }}
+{{- end }}
+
 {{/* The in-cluster address of the service (for the tournament Job). */}}
 {{- define "gostop.serverAddress" -}}
 {{- printf "%s.%s.svc:%d" (include "gostop.fullname" .) .Release.Namespace (int .Values.ports.grpc) }}
@@ -226,5 +254,52 @@ or networkPolicy.redis.ports at networkPolicy.redis.to). */}}
 {{- end }}
 {{- if and .Values.grpcRoute.enabled (not .Values.grpcRoute.parentRefs) }}
 {{- fail "grpcRoute.enabled needs grpcRoute.parentRefs (the Gateway to attach to)" }}
+{{- end }}
+{{- $http := int .Values.ports.http }}
+{{- if $http }}
+{{- if or (eq $http (int .Values.ports.grpc)) (and (ge $http $firstMetrics) (le $http $lastMetrics)) }}
+{{- fail (printf "ports.http (%d) is the gRPC port or among the worker metrics ports %d-%d (ports.metrics + i for each of config.workers): move one of them" $http $firstMetrics $lastMetrics) }}
+{{- end }}
+{{- end }}
+{{- if .Values.httpRoute.enabled }}
+{{- if not $http }}
+{{- fail "httpRoute.enabled needs the HTTP port: set ports.http (8080)" }}
+{{- end }}
+{{- if not .Values.httpRoute.parentRefs }}
+{{- fail "httpRoute.enabled needs httpRoute.parentRefs (the Gateway to attach to)" }}
+{{- end }}
+{{- if .Values.grpcRoute.enabled }}
+{{- include "gostop.validateRouteOverlap" . }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Gateway API accepts only one of an HTTPRoute and a GRPCRoute attached to one listener with
+intersecting hostnames (the oldest): the other would silently not route. Refuse the two routes when
+they name the same Gateway (name and namespace, the release's by default) on the same listener (equal
+sectionName, or none on either: the whole Gateway) and their hostnames intersect (none: every host;
+"*.example.com" takes in its subdomains). */}}
+{{- define "gostop.validateRouteOverlap" -}}
+{{- $ns := .Release.Namespace }}
+{{- $grpcHosts := .Values.grpcRoute.hostnames }}
+{{- $httpHosts := .Values.httpRoute.hostnames }}
+{{- $hostsMeet := or (not $grpcHosts) (not $httpHosts) }}
+{{- range $a := $grpcHosts }}
+{{- range $b := $httpHosts }}
+{{- if or (eq $a $b) (and (hasPrefix "*." $a) (hasSuffix (trimPrefix "*" $a) $b)) (and (hasPrefix "*." $b) (hasSuffix (trimPrefix "*" $b) $a)) }}
+{{- $hostsMeet = true }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if $hostsMeet }}
+{{- range $g := .Values.grpcRoute.parentRefs }}
+{{- range $h := $.Values.httpRoute.parentRefs }}
+{{- $sameGateway := and (eq $g.name $h.name) (eq (default $ns $g.namespace) (default $ns $h.namespace)) (eq (default "Gateway" $g.kind) (default "Gateway" $h.kind)) }}
+{{- $sameListener := or (not $g.sectionName) (not $h.sectionName) (eq $g.sectionName $h.sectionName) }}
+{{- if and $sameGateway $sameListener }}
+{{- fail (printf "grpcRoute and httpRoute attach to the same listener of Gateway %s/%s with intersecting hostnames: Gateway API accepts only one of the two routes there. give each route hostnames the other's do not cover (e.g. api.example.com for gRPC, play.example.com for browsers) or its own listener (parentRefs[].sectionName)" (default $ns $g.namespace) $g.name) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
