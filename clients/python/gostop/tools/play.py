@@ -90,11 +90,13 @@ def _wrap(head: str, items: Sequence[str], width: int = WIDTH, sep: str = "  ") 
     return lines
 
 
-def _wrap_text(text: str, width: int = WIDTH) -> list[str]:
-    """A line of text broken at spaces to fit ``width`` (continuations keep its indentation)."""
+def _wrap_text(text: str, width: int = WIDTH, hang: int = 0) -> list[str]:
+    """A line of text broken at spaces to fit ``width`` (continuations keep its indentation,
+    ``hang`` columns deeper)."""
     stripped = text.lstrip(" ")
     indent = text[: len(text) - len(stripped)]
-    return _wrap(indent, stripped.split(" "), width, sep=" ")
+    lines = _wrap(indent, stripped.split(" "), width - hang, sep=" ")
+    return lines[:1] + [" " * hang + line for line in lines[1:]]
 
 
 def _names(cards: Iterable[int]) -> str:
@@ -195,7 +197,7 @@ def table_text(view: View, match: MatchSummary | None = None, names: dict[int, s
     if view.payments:
         paid = [_names_in(f"seat {p.payer} -> seat {p.payee} {p.points} ({term(p.reason)})", names)
                 for p in view.payments]
-        lines += _wrap("paid at once: ", paid, sep=", ")
+        lines += _listed("paid at once: ", paid)
     lines += _wrap("floor: ", [card_name(c) for c in sorted(view.floor)] or ["(empty)"])
     for stack in view.stacks:
         who = _names_in(f"뻑 of seat {stack.maker} ", names).rstrip() if stack.maker >= 0 else "dealt three"
@@ -498,7 +500,7 @@ def _bak_lines(s: Settlement, bill: Bill, view: View, say: _Speaker) -> list[str
     span = ""  # the 피 values that make a 피박
     if rules is not None:
         low = 1 if rules.pibak_zero_exempt else 0
-        span = f"{low} to {rules.pibak_max_pi}" if low < rules.pibak_max_pi else f"{rules.pibak_max_pi}"
+        span = f"{low}-{rules.pibak_max_pi}" if low < rules.pibak_max_pi else f"{rules.pibak_max_pi}"
     if "pibak" in applied:
         needs_pi = rules is not None and rules.pibak_requires_winner_pi
         scored = f"{say(w, 'scored', 'scored')} with 피 and " if needs_pi else ""
@@ -574,9 +576,10 @@ def settlement_screen(view: View, match: MatchSummary, names: dict[int, str]) ->
     else:
         lines.append(f"나가리: nobody wins ({_REASONS.get(s.reason, s.reason)})"
                      + ("; the next round counts double" if s.carry_next else ""))
+    if s.payments:
+        lines.append("paid at once during the round:")
     for p in s.payments:
-        lines.append(f"paid during the round: {say(p.payer, 'pay', 'pays')} {say(p.payee)} "
-                     f"{_plural(p.points, 'point')} ({term(p.reason)})")
+        lines.append(f"  {say(p.payer, 'pay', 'pays')} {say(p.payee)} {_plural(p.points, 'point')} ({term(p.reason)})")
     if any(s.points):
         lines += _by_seat("net points this round: ", s.points, view.viewer, names)
     if s.point_value:
@@ -586,7 +589,7 @@ def settlement_screen(view: View, match: MatchSummary, names: dict[int, str]) ->
         lines += _by_seat(f"match points after round {rounds}: ", match.points, view.viewer, names)
     wrapped: list[str] = []
     for line in lines:
-        wrapped += _wrap_text(line)
+        wrapped += [line] if _width(line) < WIDTH else _wrap_text(line, hang=2)
     return "\n".join(wrapped)
 
 
