@@ -8,12 +8,15 @@ Used by tests/web and by bench/web.py (the page's first load).
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -186,6 +189,8 @@ def _envelopes(body: bytes) -> Iterator[tuple[int, bytes]]:
     at = 0
     while at + 5 <= len(body):
         flags, size = body[at], int.from_bytes(body[at + 1:at + 5], "big")
+        if at + 5 + size > len(body):
+            return  # a stream cut mid-frame: the page never got this message
         yield flags, body[at + 5:at + 5 + size]
         at += 5 + size
 
@@ -233,3 +238,82 @@ def cards_in(message: Message) -> set[int]:
             values = value if descriptor.is_repeated else [value]
             found |= {int(v) for v in values if int(v) >= 0}
     return found
+
+
+# ------------------------------------------------------------------ a connection that can be lost
+
+
+class DroppingProxy:
+    """A loopback TCP proxy in front of the server's HTTP port whose open connections the test can
+    cut (``drop``) while it goes on accepting new ones: the page loses its connection for real
+    (its event stream breaks mid-response), as on a flaky network, and may reconnect at once."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.port: int = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        self._closed = False
+        self.dropped = 0
+        threading.Thread(target=self._accept, name="dropping-proxy", daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                if self._closed:
+                    client.close()
+                    upstream.close()
+                    return
+                self._open |= {client, upstream}
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                self._forget(sock)
+
+    def _forget(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(sock)
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+
+    def drop(self) -> int:
+        """Cut every open connection (both ends, at once); how many there were."""
+        with self._lock:
+            victims = list(self._open)
+        for sock in victims:
+            self._forget(sock)
+        self.dropped += len(victims)
+        return len(victims)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self._listener.close()
+        self.drop()

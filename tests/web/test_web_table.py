@@ -1,9 +1,10 @@
 """The web table in a real browser (Debian's chromium driven by Playwright) against ``gostop serve``.
 
 - A person's clicks play a whole round against a bot seat: lobby, table, decisions, settlement;
-  the settlement the page shows is GetGame's; reloading the page mid-round resumes the seat and
-  the event log; nothing the page received reveals another seat's hand or the stock (checked
-  against the engine's replay of the game's full log).
+  the settlement the page shows is GetGame's; a lost connection (cut by a proxy) and a reload
+  mid-round resume the seat and the event stream, and the page's log ends with every event of the
+  seat's stream exactly once; nothing the page received reveals another seat's hand or the stock
+  (checked against the engine's replay of the game's full log).
 - Each decision is a clear prompt, on a deal chosen for it: the two-card choice, 흔들기, 국진 with
   the score either way (the engine's), go/stop with the score a stop collects (the settlement's),
   by keys as well as clicks; the layout holds at a phone's width; Korean and English labels.
@@ -30,6 +31,7 @@ from gostop.wire import convert
 from testkit.servers import OPERATOR_KEY, rules_from_pb
 from testkit.web import (
     CAPTURE_SCRIPT,
+    DroppingProxy,
     WebServer,
     cards_in,
     chromium,
@@ -263,6 +265,8 @@ def assert_page_settlement_is(page: Page, s: pb.Settlement) -> None:
 
 
 def test_a_person_plays_a_round_against_a_bot_seat(browser: Browser, open_server: WebServer) -> None:
+    # The page reaches the server through a proxy whose connections the test cuts once.
+    proxy = DroppingProxy(open_server.http_port)
     context = browser.new_context(viewport=DESKTOP, locale="ko-KR")
     context.add_init_script(CAPTURE_SCRIPT)
     page = context.new_page()
@@ -270,7 +274,7 @@ def test_a_person_plays_a_round_against_a_bot_seat(browser: Browser, open_server
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
         # The lobby: a 2-player standard game, seat 1 a greedy bot, one round.
-        page.goto(open_server.url)
+        page.goto(proxy.url)
         page.wait_for_selector("[data-testid=create]:not([disabled])", timeout=WAIT_MS)
         page.select_option("[data-testid=preset]", "standard")
         page.select_option("[data-testid=players]", "2")
@@ -285,7 +289,7 @@ def test_a_person_plays_a_round_against_a_bot_seat(browser: Browser, open_server
 
         seen_before_reload: list[dict[str, Any]] = []
         decisions = 0
-        reloaded = False
+        dropped = reloaded = False
         while True:
             wait_for_my_move(page)
             if page.locator("[data-testid=settlement]").count():
@@ -294,12 +298,22 @@ def test_a_person_plays_a_round_against_a_bot_seat(browser: Browser, open_server
             opponent = page.locator("[data-testid=seat-1]")
             hand_size = int(opponent.get_attribute("data-hand-size") or "-1")
             assert opponent.locator(".backs .card.back").count() == min(hand_size, 10)
-            assert opponent.locator(".backs .card.face").count() == 0 or hand_size >= 0
-            if decisions == 3 and not reloaded:
+            if decisions == 1 and not dropped:
+                # The connection is lost (the event stream breaks mid-response): the page opens it
+                # again by itself, from the last version it saw.
+                reconnects = int(table_attr(page, "reconnects"))
+                assert proxy.drop() > 0
+                page.wait_for_function(
+                    f"""() => {{ const t = document.querySelector('[data-testid=table]');
+                      return Number(t.dataset.reconnects) > {reconnects} && t.dataset.connection === 'live'; }}""",
+                    timeout=WAIT_MS)
+                dropped = True
+                continue
+            if decisions == 2 and not reloaded:
                 # Mid-round: the table as it is, then a reload resumes the same seat and its log.
                 page.wait_for_selector("[data-testid=log] li", timeout=WAIT_MS)
                 shot(page, "table.png")
-                log_before = page.locator("[data-testid=log] li").count()
+                events_before = int(page.get_attribute("[data-testid=log]", "data-events") or "0")
                 version = table_attr(page, "version")
                 hand_before = sorted(page.locator("[data-testid=hand-card]").evaluate_all(
                     "cards => cards.map(c => c.dataset.card)"))
@@ -307,23 +321,22 @@ def test_a_person_plays_a_round_against_a_bot_seat(browser: Browser, open_server
                 page.reload()
                 page.wait_for_selector("[data-testid=table]", timeout=WAIT_MS)
                 page.wait_for_function(
-                    "() => document.querySelector('[data-testid=connection]')?.className.includes('conn-live')",
+                    "() => document.querySelector('[data-testid=table]')?.dataset.connection === 'live'",
                     timeout=WAIT_MS)
                 assert table_attr(page, "viewer") == "0", "the reload did not resume the seat"
                 assert int(table_attr(page, "version")) >= int(version)
                 if table_attr(page, "version") == version:
                     assert sorted(page.locator("[data-testid=hand-card]").evaluate_all(
                         "cards => cards.map(c => c.dataset.card)")) == hand_before
-                assert page.locator("[data-testid=log] li").count() >= log_before, "the log was lost"
+                assert int(page.get_attribute("[data-testid=log]", "data-events") or "0") >= events_before
                 reloaded = True
                 continue
             before = table_attr(page, "version")
             play_one_decision(page, use_keys=decisions % 2 == 1)
             wait_version_after(page, before)
             decisions += 1
-        assert reloaded, "the round ended before the reload (it takes more than three decisions)"
-        assert decisions >= 1
-        page.wait_for_timeout(300)  # let the flash of the last event fade before the picture
+        assert dropped and reloaded, "the round ended before the connection was cut and the page reloaded"
+        page.wait_for_timeout(300)  # let the settlement's entrance settle before the picture
         shot(page, "settlement.png")
         # The log shows the round as it happened, and the last action.
         assert page.locator("[data-testid=log] li").count() > 5
@@ -334,11 +347,22 @@ def test_a_person_plays_a_round_against_a_bot_seat(browser: Browser, open_server
             assert view.phase == pb.PHASE_OVER
             assert_page_settlement_is(page, view.settlement)
             log = client.log(game_id, token=token)  # a seat may read the log once the match is over
+            # Through the lost connection and the reload, the page's log holds every event of the
+            # seat's stream exactly once.
+            stream = list(client.watch(game_id, 0, token=token))
+        page.wait_for_function(
+            f"() => Number(document.querySelector('[data-testid=log]').dataset.events) >= {len(stream)}",
+            timeout=WAIT_MS)
+        assert int(page.get_attribute("[data-testid=log]", "data-events") or "0") == len(stream)
+        versions = page.locator("[data-testid=log] li").evaluate_all(
+            "items => items.map(i => Number(i.dataset.version))")
+        assert versions == sorted(versions) and set(versions) <= {item.version for item in stream}
         checked = assert_nothing_hidden_received(seen_before_reload + received(page), log, viewer=0)
         assert checked > 10
         assert errors == []
     finally:
         context.close()
+        proxy.close()
 
 
 def arcade_deal() -> pb.Deal:

@@ -41,6 +41,8 @@ export interface TableState {
   version: bigint;
   log: LoggedEvent[];
   connection: Connection;
+  /** How many times the event stream was opened again after it broke. */
+  reconnects: number;
   busy: boolean;
   error: string | undefined;
   notFound: boolean;
@@ -60,6 +62,31 @@ function unb64(text: string): Uint8Array {
 }
 
 
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * A failure of the network rather than an answer of the service (no ErrorInfo reason): a dropped
+ * connection, a refused one. The same call (with the same request id) may be tried again.
+ */
+function transient(error: unknown): boolean {
+  const e = error as Partial<GostopError>;
+  return (e.reason ?? "") === "" && (e.code === Code.Unknown || e.code === Code.Unavailable || e.code === Code.DeadlineExceeded);
+}
+
+/** Runs `call`, again after a pause while it fails for a transient reason (at most `tries` times in all). */
+async function retrying<T>(call: () => Promise<T>, signal: AbortSignal, tries = 4): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      if (attempt >= tries || signal.aborted || !transient(error)) throw error;
+      await sleep(250 * attempt);
+    }
+  }
+}
+
 export class Table {
   state: TableState;
   private readonly listeners = new Set<() => void>();
@@ -78,7 +105,7 @@ export class Table {
   constructor(gameId: string) {
     const token = savedToken(gameId);
     this.state = {
-      gameId, token, view: undefined, version: 0n, log: [], connection: "connecting", busy: false,
+      gameId, token, view: undefined, version: 0n, log: [], connection: "connecting", reconnects: 0, busy: false,
       error: undefined, notFound: false,
     };
   }
@@ -101,7 +128,7 @@ export class Table {
   async open(): Promise<void> {
     let first;
     try {
-      first = await api(savedApiKey()).getGame(this.state.gameId, this.auth());
+      first = await retrying(() => api(savedApiKey()).getGame(this.state.gameId, this.auth()), this.abort.signal);
     } catch (error) {
       const e = error as GostopError;
       if (e.code === Code.NotFound || e.reason === "GAME_NOT_FOUND" || e.reason === "MALFORMED_GAME_ID") {
@@ -176,8 +203,8 @@ export class Table {
           return;
         }
       }
-      this.set({ connection: "reconnecting" });
-      await new Promise((resolve) => setTimeout(resolve, delay));
+      this.set({ connection: "reconnecting", reconnects: this.state.reconnects + 1 });
+      await sleep(delay);
       delay = Math.min(delay * 2, 4000);
       void this.refresh();
     }
@@ -216,7 +243,7 @@ export class Table {
     try {
       do {
         this.refreshAgain = false;
-        const got = await api(savedApiKey()).getGame(this.state.gameId, this.auth());
+        const got = await retrying(() => api(savedApiKey()).getGame(this.state.gameId, this.auth()), this.abort.signal);
         if (got.version >= this.state.version) this.set({ view: got.view, version: got.version });
       } while (this.refreshAgain && !this.abort.signal.aborted);
     } catch (error) {
@@ -236,10 +263,15 @@ export class Table {
     if (this.pendingRequest?.key !== key) this.pendingRequest = { key, id: newRequestId("web") };
     this.set({ busy: true, error: undefined });
     try {
-      const result = await api(savedApiKey()).submitAction({
-        gameId: this.state.gameId, token, expectedVersion: version, action: actionId,
-        requestId: this.pendingRequest.id, signal: this.abort.signal,
-      });
+      const requestId = this.pendingRequest.id;
+      // A retry after a lost answer reuses the request id: the server applies the action once.
+      const result = await retrying(
+        () => api(savedApiKey()).submitAction({
+          gameId: this.state.gameId, token, expectedVersion: version, action: actionId, requestId,
+          signal: this.abort.signal,
+        }),
+        this.abort.signal,
+      );
       this.pendingRequest = undefined;
       if (result.version >= this.state.version) this.set({ view: result.view, version: result.version });
     } catch (error) {
@@ -261,10 +293,13 @@ export class Table {
     if (this.pendingRequest?.key !== key) this.pendingRequest = { key, id: newRequestId("web") };
     this.set({ busy: true, error: undefined });
     try {
-      const result = await api(savedApiKey()).startNextRound({
-        gameId: this.state.gameId, token, expectedVersion: version, requestId: this.pendingRequest.id,
-        signal: this.abort.signal,
-      });
+      const requestId = this.pendingRequest.id;
+      const result = await retrying(
+        () => api(savedApiKey()).startNextRound({
+          gameId: this.state.gameId, token, expectedVersion: version, requestId, signal: this.abort.signal,
+        }),
+        this.abort.signal,
+      );
       this.pendingRequest = undefined;
       if (result.version >= this.state.version) this.set({ view: result.view, version: result.version });
     } catch (error) {

@@ -230,7 +230,7 @@ function Log({ log, namer, open }: { log: LoggedEvent[]; namer: SeatName; open: 
     if (el) el.scrollTop = el.scrollHeight;
   }, [log.length, open]);
   return (
-    <details class="log" open={open} data-testid="log">
+    <details class="log" open={open} data-testid="log" data-events={log.length}>
       <summary>
         {t("log")} ({log.length})
       </summary>
@@ -365,6 +365,7 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
       data-viewer={view.viewer}
       data-to-move={view.toMove}
       data-connection={state.connection}
+      data-reconnects={state.reconnects}
       data-busy={state.busy ? "1" : "0"}
     >
       <div class="table-bar">
