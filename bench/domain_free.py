@@ -17,13 +17,13 @@ server's answers against it. A measuring instrument, never a way to run the serv
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from gostop.engine import Action, Match
 from gostop.engine.events import Event
+from gostop.service import compact
 from gostop.service import server as server_module
 from gostop.service.auth import Authenticator
 from gostop.service.config import Config
@@ -71,7 +71,7 @@ class DomainFreeGames(Games):
                 self._first[game_id] = (blob, entry, response.SerializeToString())
             return
         blob, entry, answer = first
-        digest = hashlib.sha256(fingerprint.encode()).hexdigest()
+        digest = compact.digest(fingerprint)
         version, match, plays = await self._load(game_id, expected)
         if version != expected:
             if await self._replay(game_id, request_id, digest, response.result):
@@ -81,7 +81,7 @@ class DomainFreeGames(Games):
         response.result.version = version + 1
         outcome = await self._timed("commit", self._recording.inner.commit(
             game_id, expected, blob, entry, self._ttl_ms(match), request_id, digest,
-            response.SerializeToString() if request_id else b"",
+            compact.pack("resp", response.SerializeToString()) if request_id else b"",
         ))
         if not isinstance(outcome, Committed):
             raise stale(version + 1, expected)

@@ -145,7 +145,7 @@ class Config:
         """``http_listen`` as (host, port), or None when it is off."""
         if self.http_listen in ("off", ""):
             return None
-        host, sep, port = self.http_listen.rpartition(":")
+        host, _, port = self.http_listen.rpartition(":")
         return host.strip("[]"), int(port)
 
     def remote_bot_addresses(self) -> dict[str, str]:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import grpc
 import orjson
+from google.protobuf.message import DecodeError
 
 from gostop.engine import (
     PRESET_PLAYERS,
@@ -46,6 +47,7 @@ from gostop.engine.serialize import encode, from_data
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
 
+from . import compact
 from .auth import Authenticator, Caller, seat_in
 from .bot_queue import BotQueue, BotTurn, now_ms
 from .bot_seats import BotSeatSpec, bot_seats_from_doc, bot_seats_to_doc, decider, parse_bot_seats
@@ -93,12 +95,12 @@ def _entry(version: int, kind: str, seat: int, action: Action | None, request_id
         "action": action_id(action) if action is not None else None,
         "rid": request_id, "finished": finished, "events": events, **extra,
     }
-    return encode(doc)
+    return compact.pack("entry", encode(doc))
 
 
 def _read_entry(raw: bytes) -> dict[str, Any]:
     try:
-        doc = orjson.loads(raw)
+        doc = orjson.loads(compact.unpack("entry", raw))
         doc["events"] = [from_data(e) for e in doc["events"]]
     except Exception as exc:
         raise StoreCorrupt(f"cannot decode a log entry: {exc}") from exc
@@ -266,8 +268,8 @@ class Games:
         if hit is not None and hit[0] == snap.version:
             return hit  # a version names one snapshot: no need to decode it again
         try:
-            match = match_from_bytes(snap.blob)
-        except EngineError as exc:
+            match = match_from_bytes(compact.unpack("snap", snap.blob))
+        except (EngineError, compact.CompactError) as exc:
             raise StoreCorrupt(str(exc)) from exc
         self._remember(game_id, snap.version, match)
         return snap.version, match, None
@@ -334,7 +336,7 @@ class Games:
                 extra["deal"] = {"hands": [list(h) for h in deal.hands], "floor": list(deal.floor),
                                  "stock": list(deal.stock), "dealer": deal.dealer}
             entry = _entry(1, "create", -1, None, "", events, match.finished, **extra)
-            blob = match_to_bytes(match)
+            blob = compact.pack("snap", match_to_bytes(match))
             if await self._timed("create", self.store.create(game_id, blob, entry, self._ttl_ms(match))):
                 break
         else:  # pragma: no cover - 96-bit ids do not collide
@@ -491,7 +493,7 @@ class Games:
         result = response.result
         if len(request_id) > MAX_REQUEST_ID:
             raise invalid("REQUEST_ID_TOO_LONG", f"request_id is limited to {MAX_REQUEST_ID} characters")
-        digest = hashlib.sha256(fingerprint.encode()).hexdigest()
+        digest = compact.digest(fingerprint)
         version, match, plays = await self._load(game_id, expected)
         if version != expected:
             if await self._replay(game_id, request_id, digest, result):
@@ -524,8 +526,8 @@ class Games:
                 result.settlement.CopyFrom(convert.settlement_to_pb(e.settlement))
         entry = _entry(new_version, kind, seat, action, request_id, events, new.finished)
         outcome = await self._timed("commit", self.store.commit(
-            game_id, expected, match_to_bytes(new, new_plays.json), entry, self._ttl_ms(new), request_id, digest,
-            response.SerializeToString() if request_id else b"",
+            game_id, expected, compact.pack("snap", match_to_bytes(new, new_plays.json)), entry, self._ttl_ms(new),
+            request_id, digest, compact.pack("resp", response.SerializeToString()) if request_id else b"",
         ))
         if isinstance(outcome, Committed):
             self._remember(game_id, new_version, new, new_plays)
@@ -554,9 +556,12 @@ class Games:
         return True
 
     def _answer_duplicate(self, dup: Duplicate, digest: str, result: pb.TurnResult) -> None:
-        if dup.fingerprint != digest:
+        if not compact.same_digest(dup.fingerprint, digest):
             raise invalid("REQUEST_ID_REUSED", "this request_id was used for a different request")
-        stored = pb.SubmitActionResponse.FromString(dup.response)
+        try:
+            stored = pb.SubmitActionResponse.FromString(compact.unpack("resp", dup.response))
+        except (compact.CompactError, DecodeError) as exc:
+            raise StoreCorrupt(f"cannot decode a stored response: {exc}") from exc
         result.CopyFrom(stored.result)
         self.metrics.idempotent_replays.inc()
 

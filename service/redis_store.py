@@ -4,9 +4,13 @@ Key layout (``prefix`` defaults to ``gostop``); the ``{game_id}`` hash tag puts 
 game in one Cluster slot, so each script below touches a single slot:
 
 - ``gostop:{<game_id>}:snap``: hash, fields ``version`` (decimal) and ``blob``.
-- ``gostop:{<game_id>}:log``: stream, one entry per version with id ``<version>-0`` and one field
-  ``e`` holding the entry bytes.
-- ``gostop:{<game_id>}:req``: hash, request id -> ``fingerprint + NUL + response``.
+- ``gostop:{<game_id>}:log``: stream, one entry per version with id ``<version>-0``, field ``e``
+  holding the entry bytes and, for a step committed with a request id, field ``r`` holding its
+  stored response.
+- ``gostop:{<game_id>}:req``: hash, request id -> ``fingerprint + NUL + "v" + version``: the
+  response is the ``r`` of that version's log entry (small hash values keep the hash in Redis'
+  compact encoding; each response is stored once, in the stream's compact nodes). Values written
+  before that layout, ``fingerprint + NUL + response``, are read as they are.
 
 ``create`` and ``commit`` are Lua scripts (``register_script``: EVALSHA, with an automatic SCRIPT
 LOAD on NOSCRIPT) that only touch the keys passed in KEYS. Every write of a commit happens in one
@@ -89,15 +93,54 @@ return 1
 
 _COMMITTED, _CONFLICT, _DUPLICATE, _MISSING, _CORRUPT = 1, 2, 3, 4, 5
 
-COMMIT_LUA: Final = """
+RESOLVE_LUA: Final = """
+-- A stored request (KEYS[2] is the log) as fingerprint NUL response, or nil if its response is
+-- missing from the log.
+local function resolve(stored)
+  local sep = string.find(stored, '\0', 1, true)
+  if not sep or string.sub(stored, sep + 1, sep + 1) ~= 'v' then
+    return stored
+  end
+  local id = string.sub(stored, sep + 2) .. '-0'
+  local found = redis.call('XRANGE', KEYS[2], id, id)
+  local fields = found[1] and found[1][2]
+  if fields then
+    for i = 1, #fields, 2 do
+      if fields[i] == 'r' then
+        return string.sub(stored, 1, sep) .. fields[i + 1]
+      end
+    end
+  end
+  return nil
+end
+"""
+
+LOOKUP_LUA: Final = RESOLVE_LUA + """
+-- KEYS: req, log. ARGV: request_id. Returns {0} | {3, stored request} | {5, reason}.
+local stored = redis.call('HGET', KEYS[1], ARGV[1])
+if not stored then
+  return {0}
+end
+local resolved = resolve(stored)
+if not resolved then
+  return {5, 'the stored response is missing from the log'}
+end
+return {3, resolved}
+"""
+
+COMMIT_LUA: Final = RESOLVE_LUA + """
 -- KEYS: snap, log, req.
--- ARGV: expected_version, blob, entry, ttl_ms, request_id, stored request (fingerprint NUL response).
+-- ARGV: expected_version, blob, entry, ttl_ms, request_id, fingerprint, response.
 -- Returns {1, new_version} | {2, current_version} | {3, stored request} | {4} | {5, reason}.
 local request_id = ARGV[5]
 if request_id ~= '' then
   local stored = redis.call('HGET', KEYS[3], request_id)
   if stored then
-    return {3, stored}
+    local resolved = resolve(stored)
+    if not resolved then
+      return {5, 'the stored response is missing from the log'}
+    end
+    return {3, resolved}
   end
 end
 local current = redis.call('HGET', KEYS[1], 'version')
@@ -114,13 +157,18 @@ end
 local next_version = string.format('%d', version + 1)
 -- The only write that can fail on well-typed keys (a log ahead of the snapshot): do it first,
 -- since a failing script keeps the writes it already made.
-local added = redis.pcall('XADD', KEYS[2], next_version .. '-0', 'e', ARGV[3])
+local added
+if request_id ~= '' then
+  added = redis.pcall('XADD', KEYS[2], next_version .. '-0', 'e', ARGV[3], 'r', ARGV[7])
+else
+  added = redis.pcall('XADD', KEYS[2], next_version .. '-0', 'e', ARGV[3])
+end
 if type(added) == 'table' and added.err then
   return {5, 'log append failed: ' .. added.err}
 end
 redis.call('HSET', KEYS[1], 'version', next_version, 'blob', ARGV[2])
 if request_id ~= '' then
-  redis.call('HSET', KEYS[3], request_id, ARGV[6])
+  redis.call('HSET', KEYS[3], request_id, ARGV[6] .. '\0v' .. next_version)
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
@@ -247,6 +295,7 @@ class RedisStore:
         self._ready_lock = asyncio.Lock()
         self._create = client.register_script(CREATE_LUA)
         self._commit = client.register_script(COMMIT_LUA)
+        self._lookup = client.register_script(LOOKUP_LUA)
         self._fast = fast
         if fast is not None:
             self._closers.insert(0, fast.close)
@@ -451,19 +500,20 @@ class RedisStore:
             return reply
         raise AssertionError("unreachable")
 
-    async def _script(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+    async def _script(self, script: Any, keys: list[str], args: list[Any], idempotent: bool = False) -> Any:
         """EVALSHA ``script`` (a redis-py ``Script``, for its text and SHA); on NOSCRIPT (a
-        restarted or flushed server), SCRIPT LOAD and once more (NOSCRIPT means nothing ran)."""
+        restarted or flushed server), SCRIPT LOAD and once more (NOSCRIPT means nothing ran).
+        ``idempotent``: a read-only script, retried like any read after a connection error."""
         if self._fast is None:
-            return await self._run(lambda: script(keys=keys, args=args), idempotent=False)
+            return await self._run(lambda: script(keys=keys, args=args), idempotent=idempotent)
         command = ("EVALSHA", script.sha, len(keys), *keys, *args)
         try:
-            return await self._direct(command, idempotent=False)
+            return await self._direct(command, idempotent=idempotent)
         except StoreUnavailable as error:
             if not str(error).startswith("redis: NOSCRIPT"):
                 raise
         await self._direct(("SCRIPT", "LOAD", script.script), idempotent=True)
-        return await self._direct(command, idempotent=False)
+        return await self._direct(command, idempotent=idempotent)
 
     async def create(self, game_id: str, blob: bytes, entry: bytes, ttl_ms: int) -> bool:
         keys = self._keys(game_id)
@@ -498,8 +548,7 @@ class RedisStore:
         keys = self._keys(game_id)
         check_ttl(ttl_ms)
         check_fingerprint(fingerprint)
-        stored = fingerprint.encode() + _SEPARATOR + response if request_id else b""
-        args: list[bytes | str | int] = [expected_version, blob, entry, ttl_ms, request_id, stored]
+        args: list[bytes | str | int] = [expected_version, blob, entry, ttl_ms, request_id, fingerprint, response]
         result = await self._script(self._commit, keys, args)
         try:
             code = int(result[0])
@@ -518,14 +567,21 @@ class RedisStore:
         raise StoreCorrupt(f"game {game_id!r}: unexpected commit reply {result!r}")
 
     async def lookup_request(self, game_id: str, request_id: str) -> Duplicate | None:
-        req = self._keys(game_id)[2]
+        _, log, req = self._keys(game_id)
         if not request_id:
             return None
-        if self._fast is not None:
-            stored = await self._direct(("HGET", req, request_id), idempotent=True)
-        else:
-            stored = await self._run(lambda: self._client.hget(req, request_id), idempotent=True)
-        return None if stored is None else _duplicate(stored)
+        result = await self._script(self._lookup, [req, log], [request_id], idempotent=True)
+        try:
+            code = int(result[0])
+            if code == 0:
+                return None
+            if code == _DUPLICATE:
+                return _duplicate(result[1])
+            if code == _CORRUPT:
+                raise StoreCorrupt(f"game {game_id!r}: {_text(result[1])}")
+        except (TypeError, ValueError, IndexError) as error:
+            raise StoreCorrupt(f"game {game_id!r}: unexpected lookup reply {result!r}") from error
+        raise StoreCorrupt(f"game {game_id!r}: unexpected lookup reply {result!r}")
 
     async def read_log(self, game_id: str, after_version: int, limit: int = 1000) -> list[LogEntry]:
         log = self._keys(game_id)[1]

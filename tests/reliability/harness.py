@@ -32,6 +32,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from gostop.engine import match_to_bytes, redact, view
+from gostop.service import compact
 from gostop.service.store_api import Store
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
@@ -475,7 +476,8 @@ async def _verify_game(storm: Storm, store: Store, tracked: Tracked, rng: random
     snap = await store.load(game.id)
     assert snap is not None and snap.version == versions[-1] == spectator.version == log.version, game.id
     match, by_version = replay(log, log.rounds)
-    assert match_to_bytes(match) == snap.blob, f"{game.id}: the log does not replay to the stored snapshot"
+    assert match_to_bytes(match) == compact.unpack("snap", snap.blob), \
+        f"{game.id}: the log does not replay to the stored snapshot"
     assert spectator.view == convert.view_to_pb(view(match.round), match, game.id, snap.version)
 
     rids = Counter(e.request_id for e in log.entries[1:])

@@ -337,10 +337,11 @@ def listeners(port: int) -> int:
 
 
 G = "/gostop.v1.GameService/"
+NOT_A_MESSAGE = b"not a valid message of this method"
 HOSTILE = [
     # (method, path, body, headers, HTTP status, Connect code or gRPC status in the body)
     ("POST", G + "CreateGame", b"\xff\xff\xff", {"content-type": "application/proto"}, 400, b"invalid_argument"),
-    ("POST", G + "CreateGame", b"{not json", {"content-type": "application/json"}, 400, b"not a valid message of this method"),
+    ("POST", G + "CreateGame", b"{not json", {"content-type": "application/json"}, 400, NOT_A_MESSAGE),
     ("POST", G + "CreateGame", b"x" * 5000, {"content-type": "application/proto"}, 429, b"resource_exhausted"),
     ("POST", G + "CreateGame", b"{}", {"content-type": "text/plain"}, 415, b""),
     ("POST", G + "Nope", b"{}", {"content-type": "application/json"}, 404, b""),
@@ -351,16 +352,16 @@ HOSTILE = [
     ("POST", G + "GetGame", b'{"gameId":"abc"}', {"content-type": "application/json", "connect-timeout-ms": "-5"},
      400, b"invalid_argument"),
     ("POST", G + "SubmitAction", b'{"gameId":"abc","expectedVersion":"99999999999999999999999"}',
-     {"content-type": "application/json"}, 400, b"not a valid message of this method"),
+     {"content-type": "application/json"}, 400, NOT_A_MESSAGE),
     ("POST", G + "WatchGame", b"\x00\x00\x00\x00\x05hello", {"content-type": "application/connect+proto"}, 200,
-     b"not a valid message of this method"),
+     NOT_A_MESSAGE),
     ("POST", G + "WatchGame", b"\x00\xff\xff\xff\xff", {"content-type": "application/connect+proto"}, 200,
      b"resource_exhausted"),
     ("POST", G + "GetGame", b"\x01\x00\x00\x00\x02\x0a\x00",
      {"content-type": "application/grpc-web+proto", "grpc-encoding": "gzip"}, 200, b"grpc-status: 3"),
     ("POST", G + "GetGame", b"junk", {"content-type": "application/json", "content-encoding": "gzip"}, 400,
      b"invalid_argument"),
-    ("GET", G + "ListRuleSets?connect=v1&encoding=json&message=%ZZ", b"", {}, 400, b"not a valid message of this method"),
+    ("GET", G + "ListRuleSets?connect=v1&encoding=json&message=%ZZ", b"", {}, 400, NOT_A_MESSAGE),
     ("GET", G + "GetGame?connect=v1&encoding=json&message=%7B%7D", b"", {}, 405, b""),
     ("PUT", G + "GetGame", b"{}", {"content-type": "application/json"}, 405, b""),
 ]

@@ -11,6 +11,7 @@ from collections import Counter
 import grpc
 
 from gostop.engine import action_id, match_from_bytes, match_to_bytes
+from gostop.service import compact
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
 from testkit.servers import (
@@ -45,8 +46,8 @@ async def _check_log(api: Api, game: Game, committed: list[str]) -> pb.GetGameLo
     assert api.server is not None
     snap = await api.server.store.load(game.id)
     assert snap is not None and snap.version == versions[-1]
-    stored = match_from_bytes(snap.blob)
-    assert match_to_bytes(replay(log, stored.rounds)[0]) == snap.blob
+    stored = match_from_bytes(compact.unpack("snap", snap.blob))
+    assert match_to_bytes(replay(log, stored.rounds)[0]) == compact.unpack("snap", snap.blob)
     return log
 
 

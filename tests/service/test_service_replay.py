@@ -10,6 +10,7 @@ import pytest
 
 from gostop.engine import Rules, action_id, match_to_bytes, redact, view
 from gostop.engine.render import action_label
+from gostop.service import compact
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
 from testkit.configs import CONFIGS, config_id
@@ -57,7 +58,7 @@ async def _check_replay(api: Api, game: Game, steps: list[tuple[int, pb.TurnResu
     assert api.server is not None
     snap = await api.server.store.load(game.id)
     assert snap is not None and snap.version == game.version
-    assert snap.blob == match_to_bytes(match)
+    assert compact.unpack("snap", snap.blob) == match_to_bytes(match)
 
     # Every viewer's view, the settlement and the match totals agree.
     for seat in [-1, *range(rules.players)]:

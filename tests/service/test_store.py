@@ -365,10 +365,29 @@ async def test_redis_key_layout(redis_server: RedisServer, raw: Redis) -> None:
     base = f"{prefix}:{{g1}}"
     assert sorted(await raw.keys(f"{prefix}:*")) == [f"{base}:{k}".encode() for k in ("log", "req", "snap")]
     assert await raw.hgetall(f"{base}:snap") == {b"version": b"2", b"blob": b"s2"}
-    assert await raw.xrange(f"{base}:log") == [(b"1-0", {b"e": b"e1"}), (b"2-0", {b"e": b"e2"})]
-    assert await raw.hgetall(f"{base}:req") == {b"r1": b"fp\x00resp"}
+    assert await raw.xrange(f"{base}:log") == [(b"1-0", {b"e": b"e1"}), (b"2-0", {b"e": b"e2", b"r": b"resp"})]
+    assert await raw.hgetall(f"{base}:req") == {b"r1": b"fp\x00v2"}, "the response is stored once, in the log"
     for key in ("snap", "log", "req"):
         assert 0 < await raw.pttl(f"{base}:{key}") <= TTL
+
+
+async def test_redis_reads_requests_stored_before_the_log_held_responses(redis_server: RedisServer,
+                                                                        raw: Redis) -> None:
+    """A request stored by an older server (fingerprint NUL response in the hash) still answers."""
+    prefix = _prefix()
+    store = RedisStore.from_url(redis_server.url, prefix=prefix)
+    try:
+        await store.create("g1", b"s1", b"e1", TTL)
+        await raw.hset(f"{prefix}:{{g1}}:req", "old", b"fp-old\x00old response")
+        assert await store.lookup_request("g1", "old") == Duplicate("fp-old", b"old response")
+        assert await store.commit("g1", 1, b"s2", b"e2", TTL, "old", "fp-old", b"new") == Duplicate(
+            "fp-old", b"old response")
+        await store.commit("g1", 1, b"s2", b"e2", TTL, "new", "fp-new", b"its response")
+        await raw.xdel(f"{prefix}:{{g1}}:log", "2-0")  # the log lost the entry the request names
+        with pytest.raises(StoreCorrupt):
+            await store.lookup_request("g1", "new")
+    finally:
+        await store.close()
 
 
 async def test_redis_scripts_reload_after_script_flush(redis_server: RedisServer, raw: Redis) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from bench.domain_free import DomainFreeGames
 from gostop.engine import Match, match_from_bytes
+from gostop.service import compact
 from gostop.service.auth import Authenticator
 from gostop.service.config import Config
 from gostop.service.errors import ServiceError
@@ -36,7 +37,7 @@ async def test_later_turns_commit_the_first_turns_bytes_at_the_next_version() ->
     assert first.result.version == 2
     snapshot = await store.load(created.game_id)
     assert snapshot is not None and snapshot.version == 2
-    after_first: Match = match_from_bytes(snapshot.blob)
+    after_first: Match = match_from_bytes(compact.unpack("snap", snapshot.blob))
 
     # Later turns: no engine (the card already played is taken again, which the game would refuse),
     # the same bytes.
@@ -50,7 +51,7 @@ async def test_later_turns_commit_the_first_turns_bytes_at_the_next_version() ->
         assert again == first
     snapshot = await store.load(created.game_id)
     assert snapshot is not None and snapshot.version == 4
-    assert match_from_bytes(snapshot.blob) == after_first
+    assert match_from_bytes(compact.unpack("snap", snapshot.blob)) == after_first
 
     # What it keeps of the service: the version check and the idempotent answer.
     assert await submit(3, played, "r3") == third
