@@ -9,8 +9,12 @@ OpenSpiel's unmodified ISMCTS plays on the game.
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pyspiel  # type: ignore[import-not-found]  # OpenSpiel ships no type information
@@ -31,6 +35,7 @@ from gostop.env.openspiel import (
 )
 
 TABLES = every_table()
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _game(preset: str, players: int, returns: str = "points") -> GostopGame:
@@ -267,3 +272,17 @@ def test_ismcts_bot_stops_at_its_cpu_budget() -> None:
         state, _ = apply(state, legal_actions(state)[0])
     bot.choose(view(state, state.to_move), legal_actions(state))
     assert 1 <= bot.last_iterations < 1 << 30
+
+
+def test_ismcts_bot_plays_in_a_tournament_through_the_service(tmp_path: Path) -> None:
+    """``gostop tournament --bots greedy,gostop.env.openspiel:IsmctsBot:...``: the bot decides on
+    the views the service sends (``wire.convert.view_from_pb``), a duplicate deal from each seat."""
+    spec = "gostop.env.openspiel:IsmctsBot:iterations=4"
+    out = tmp_path / "t"
+    command = [sys.executable, "-m", "gostop", "tournament", "--bots", f"greedy,{spec}", "--games", "1",
+               "--parallel", "2", "--no-progress", "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    games = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(games) == 2 and all(sorted(g["seats"]) == sorted(["greedy", spec]) for g in games)
+    assert all(sum(g["points"]) == 0 for g in games)
