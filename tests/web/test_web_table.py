@@ -24,6 +24,8 @@ import pytest
 
 from gostop.client import GostopClient
 from gostop.engine import match_apply, new_match, next_round
+from gostop.engine.cards import ALL_CARDS, CHEONGDAN, CHODAN, HONGDAN, KIND, PI_VALUE, Kind
+from gostop.engine.render import card_name
 from gostop.engine.scoring import score
 from gostop.engine.state import State
 from gostop.v1 import game_pb2 as pb
@@ -495,3 +497,33 @@ def test_each_decision_is_a_clear_prompt(browser: Browser, operator_server: WebS
             assert errors == []
         finally:
             context.close()
+
+
+def test_the_cards_carry_the_names_people_use(browser: Browser, open_server: WebServer) -> None:
+    """The deck page (#/cards) draws all 51 cards: each with engine/render.py's everyday name (똥광,
+    비광, …), its kind, its 띠 colour and its 쌍피/쓰리피 value, as the engine has them."""
+    page = browser.new_page(viewport=DESKTOP, locale="ko-KR")
+    try:
+        page.goto(f"{open_server.url}#/cards")
+        page.wait_for_selector("[data-testid=deck] figure", timeout=WAIT_MS)
+        figures = page.locator("[data-testid=deck] figure")
+        assert figures.count() == ALL_CARDS
+        ribbons = {**{c: "홍단" for c in HONGDAN}, **{c: "청단" for c in CHEONGDAN}, **{c: "초단" for c in CHODAN},
+                   46: "비띠"}
+        for i in range(ALL_CARDS):
+            figure = figures.nth(i)
+            card = int(figure.get_attribute("data-card") or "-1")
+            svg = figure.locator("svg.card")
+            assert figure.get_attribute("data-name") == card_name(card)
+            assert svg.get_attribute("aria-label") == card_name(card)
+            kind = {Kind.GWANG: "gwang", Kind.YEOL: "yeol", Kind.TTI: "tti", Kind.PI: "pi"}[KIND[card]]
+            assert f"kind-{kind}" in (svg.get_attribute("class") or ""), card
+            if KIND[card] is Kind.TTI:
+                assert svg.locator(".mark-ribbon text").inner_html() == ribbons[card], card
+            if card < 48 and PI_VALUE[card] >= 2:
+                assert svg.locator(".mark-ssangpi").count() == 1, card
+            if card >= 48:
+                assert str(PI_VALUE[card]) in svg.inner_html()
+        shot(page, "cards.png", full_page=True)
+    finally:
+        page.close()

@@ -160,8 +160,7 @@ const STRINGS = {
   weak: { ko: "약함 (random)", en: "weak (random)" },
   medium: { ko: "보통 (greedy)", en: "medium (greedy)" },
   strong: { ko: "강함 (mcts)", en: "strong (mcts)" },
-  noKey: { ko: "", en: "" },
-  tableNotBuilt: { ko: "", en: "" },
+  cardsLink: { ko: "카드 보기", en: "The cards" },
 } as const;
 
 export type Key = keyof typeof STRINGS;

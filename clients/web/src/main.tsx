@@ -6,6 +6,7 @@ import type { JSX } from "preact";
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 
+import { Deck } from "./components/Deck";
 import { Lobby } from "./components/Lobby";
 import { TablePage } from "./components/Table";
 import { lang, setLang, t } from "./i18n";
@@ -20,7 +21,7 @@ function App(): JSX.Element {
     return () => window.removeEventListener("hashchange", onHash);
   }, []);
   useEffect(() => {
-    document.title = route.name === "lobby" ? `${t("title")} · ${t("lobby")}` : `${t("title")} · ${route.gameId}`;
+    document.title = route.name === "table" ? `${t("title")} · ${route.gameId}` : `${t("title")} · ${t("lobby")}`;
   });
   return (
     <>
@@ -28,6 +29,9 @@ function App(): JSX.Element {
         <a class="brand" href="#/">
           <span class="logo" aria-hidden="true" />
           {t("title")}
+        </a>
+        <a class="nav" href="#/cards" data-testid="cards-link">
+          {t("cardsLink")}
         </a>
         <button
           class="lang"
@@ -40,7 +44,9 @@ function App(): JSX.Element {
           {t("langSwitch")}
         </button>
       </header>
-      {route.name === "lobby" ? <Lobby /> : <TablePage key={route.gameId} gameId={route.gameId} />}
+      {route.name === "lobby" && <Lobby />}
+      {route.name === "cards" && <Deck />}
+      {route.name === "table" && <TablePage key={route.gameId} gameId={route.gameId} />}
     </>
   );
 }

@@ -4,11 +4,12 @@
 //
 // Routes live in the hash, so the server serves one index.html:
 //   #/                     the lobby
+//   #/cards                the deck, card by card
 //   #/g/<game id>          the table: the seat this tab holds, or a spectator's view
 //   #/g/<game id>/<seat>?t=<token>   an invite link: the token is moved into this tab's storage
 //                                    and dropped from the address bar at once.
 
-export type Route = { name: "lobby" } | { name: "table"; gameId: string };
+export type Route = { name: "lobby" } | { name: "cards" } | { name: "table"; gameId: string };
 
 const GAME_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -41,6 +42,7 @@ export function currentRoute(): Route {
   const hash = window.location.hash.replace(/^#\/?/, "");
   const [path = "", query = ""] = hash.split("?");
   const parts = path.split("/").filter(Boolean);
+  if (parts[0] === "cards") return { name: "cards" };
   if (parts[0] === "g" && parts[1] !== undefined && GAME_ID.test(parts[1])) {
     const gameId = parts[1];
     const token = new URLSearchParams(query).get("t");
@@ -54,7 +56,7 @@ export function currentRoute(): Route {
 }
 
 export function navigate(route: Route): void {
-  window.location.hash = route.name === "lobby" ? "#/" : `#/g/${route.gameId}`;
+  window.location.hash = route.name === "table" ? `#/g/${route.gameId}` : route.name === "cards" ? "#/cards" : "#/";
 }
 
 /** The link that seats its opener at `seat` (the token is the seat's secret: share it with that person only). */

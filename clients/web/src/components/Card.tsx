@@ -26,7 +26,7 @@ const PALETTE: ReadonlyArray<readonly [string, string, string]> = [
   ["#37474f", "#5c6bc0", "#eceff4"], // 12 비: rain
 ];
 
-function Motif({ month }: { month: number }): JSX.Element {
+function Motif({ month, id }: { month: number; id: number }): JSX.Element {
   const [ink, accent] = PALETTE[month - 1] ?? ["#555", "#999", "#eee"];
   switch (month) {
     case 1:
@@ -93,6 +93,7 @@ function Motif({ month }: { month: number }): JSX.Element {
       return (
         <g>
           <rect x="6" y="22" width="48" height="28" fill={accent} opacity="0.9" />
+          {id === 28 && <circle cx="30" cy="34" r="10" fill="#fff3d6" stroke="#f2b632" stroke-width="1" />}
           <path d="M6 66 L6 48 Q30 30 54 48 L54 66 Z" fill={ink} />
           {[14, 20, 26, 34, 40, 46].map((x, i) => (
             <path key={i} d={`M${x} 50 L${x + 2} 40`} stroke="#9e9e9e" stroke-width="0.8" />
@@ -262,14 +263,14 @@ function Face({ info }: { info: CardInfo }): JSX.Element {
     return (
       <g>
         <rect x="2" y="2" width={W - 4} height={H - 4} rx="4" fill="#ffe9a8" stroke="#b8860b" stroke-width="1.5" />
-        <text x="30" y="22" font-size="9" font-weight="700" fill="#7a5200" text-anchor="middle">
+        <text x="30" y="16" font-size="9" font-weight="700" fill="#7a5200" text-anchor="middle">
           보너스
         </text>
-        <circle cx="30" cy="46" r="15" fill="#fff6d5" stroke="#b8860b" stroke-width="1.5" />
-        <text x="30" y="54" font-size="22" font-weight="700" fill="#7a5200" text-anchor="middle">
+        <circle cx="30" cy="38" r="14" fill="#fff6d5" stroke="#b8860b" stroke-width="1.5" />
+        <text x="30" y="45.5" font-size="21" font-weight="700" fill="#7a5200" text-anchor="middle">
           {info.pi}
         </text>
-        <text x="30" y="76" font-size="9" font-weight="700" fill="#7a5200" text-anchor="middle">
+        <text x="30" y="65" font-size="8.5" font-weight="700" fill="#7a5200" text-anchor="middle">
           {info.pi === 3 ? "쓰리피" : "쌍피"}
         </text>
       </g>
@@ -286,7 +287,7 @@ function Face({ info }: { info: CardInfo }): JSX.Element {
       <text x="6" y="21" font-size="5.6" fill={ink}>
         {MONTH_NAMES_KO[info.month - 1]}
       </text>
-      <Motif month={info.month} />
+      <Motif month={info.month} id={info.id} />
       {info.kind === "tti" && <Ribbon info={info} />}
       <Emblems info={info} />
     </g>
