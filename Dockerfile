@@ -1,11 +1,33 @@
 # The gostop game service image: `docker build -t gostop:0.1.0 .`
 #
-# Two stages: `build` makes a virtual environment in /opt/venv and installs the project with its
-# [server] extra into it (non-editable, so the venv is self-contained; the build generates the gRPC
-# code of proto/ into the wheel, see setup.py); the final stage is python:3.11-slim with that venv only: no compilers, no
-# pip cache, no sources, running as an unprivileged numeric user. See docs/kubernetes.md.
+# Three stages: `web` builds the web table (clients/web, on the TypeScript client clients/typescript)
+# with Node, as `make web` does; `build` makes a virtual environment in /opt/venv and installs the
+# project with its [server] extra into it (non-editable, so the venv is self-contained; the build
+# generates the gRPC code of proto/ into the wheel, see setup.py, and ships the web table as package
+# data); the final stage is python:3.11-slim with that venv only: no Node, no compilers, no pip
+# cache, no sources, running as an unprivileged numeric user. See docs/kubernetes.md.
 
 ARG PYTHON_IMAGE=python:3.11-slim
+ARG NODE_IMAGE=node:22-slim
+
+FROM ${NODE_IMAGE} AS web
+ENV npm_config_audit=false \
+    npm_config_fund=false \
+    npm_config_update_notifier=false
+# The TypeScript client first: the page imports its browser entry (@gostop/client, file:../typescript).
+# npm ci installs the lock files' versions; the dependencies get their own layers.
+WORKDIR /src/clients/typescript
+COPY clients/typescript/package.json clients/typescript/package-lock.json ./
+RUN npm ci --ignore-scripts
+COPY proto /src/proto
+COPY clients/typescript ./
+RUN npm run generate && npm run build
+WORKDIR /src/clients/web
+COPY clients/web/package.json clients/web/package-lock.json ./
+RUN npm ci --ignore-scripts
+COPY clients/web ./
+# vite build writes the page into the Python package's folder (clients/python/gostop/web).
+RUN npm run build -- --logLevel warn && test -f /src/clients/python/gostop/web/index.html
 
 FROM ${PYTHON_IMAGE} AS build
 # pip compiles the bytecode at install time: the read-only root filesystem of the pods cannot take it later.
@@ -28,10 +50,13 @@ COPY scripts/gen_proto.py ./scripts/gen_proto.py
 COPY engine ./engine
 COPY service ./service
 COPY clients/python ./clients/python
+COPY --from=web /src/clients/python/gostop/web ./clients/python/gostop/web
 # Build and install with the tools installed above (no build isolation: nothing fetched at build
-# time beyond the dependencies), then import from the venv (-I: not from /src) to prove it was installed.
+# time beyond the dependencies), then import from the venv (-I: not from /src) to prove it was
+# installed, the web table with it (the server serves it at / of the HTTP port).
 RUN pip install --no-build-isolation './[server]' \
     && python -I -c "import gostop.v1.game_pb2_grpc, gostop.service.server, gostop.engine" \
+    && python -I -c "from gostop.service.http import web_root; assert web_root(), 'no web table'" \
     && gostop settings > /dev/null
 # gostop-healthcheck [SERVICE]: the probe of HEALTHCHECK (and of the Helm chart when the server
 # serves TLS, which the kubelet's gRPC probes cannot speak): grpc.health.v1 Check of SERVICE

@@ -24,6 +24,7 @@ import base64
 import functools
 import json
 import os
+import posixpath
 import re
 import shlex
 import shutil
@@ -1213,6 +1214,12 @@ def dockerfile_stages() -> list[list[Instruction]]:
     return stages
 
 
+def dockerfile_stage(name: str) -> list[Instruction]:
+    """The Dockerfile's stage ``FROM ... AS <name>``."""
+    [stage] = [stage for stage in dockerfile_stages() if stage[0].value.endswith(f" AS {name}")]
+    return stage
+
+
 def dockerfile_env(stage: list[Instruction]) -> dict[str, str]:
     env: dict[str, str] = {}
     for i in stage:
@@ -1230,9 +1237,8 @@ def dockerfile_user() -> tuple[int, int]:
 
 def test_dockerfile_is_multi_stage_with_a_small_final_stage() -> None:
     stages = dockerfile_stages()
-    assert len(stages) == 2
-    build, final = stages
-    assert build[0].value.endswith(" AS build") and final[0].value.endswith(" AS runtime")
+    assert [stage[0].value.rpartition(" AS ")[2] for stage in stages] == ["web", "build", "runtime"]
+    _, build, final = stages
     match = re.search(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE.read_text(), re.MULTILINE)
     assert match and match.group(1) == "python:3.11-slim"
     assert build[0].value.startswith("${PYTHON_IMAGE} ") and final[0].value.startswith("${PYTHON_IMAGE} ")
@@ -1292,12 +1298,81 @@ def test_dockerignore_keeps_the_context_to_the_sources() -> None:
     patterns = [p for p in (ROOT / ".dockerignore").read_text().splitlines() if p and not p.startswith("#")]
     assert patterns[0] == "**", "everything is excluded first"
     included = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
-    sources = {word.removeprefix("./").rstrip("/") for i in dockerfile_stages()[0] if i.keyword == "COPY"
+    sources = {word.removeprefix("./").rstrip("/") for stage in dockerfile_stages() for i in stage
+               if i.keyword == "COPY" and not i.value.startswith("--from=")
                for word in i.value.split()[:-1] if not word.startswith("--")}
-    assert {"pyproject.toml", "setup.py", "README.md", "proto", "engine", "service", "clients/python"} <= sources
+    assert {"pyproject.toml", "setup.py", "README.md", "proto", "engine", "service", "clients/python",
+            "clients/typescript", "clients/web"} <= sources
     for source in sources:
         assert any(source == inc or source.startswith(inc + "/") for inc in included), f"{source} is not in the context"
     assert "clients/python/gostop/v1/" in patterns, "the generated code is rebuilt in the image"
+    # What the web stage installs and builds is not taken from the work tree, excluded after the
+    # folders are included (a later pattern wins).
+    for built in ("clients/python/gostop/web/", "**/node_modules/", "clients/typescript/dist/",
+                  "clients/typescript/src/gen/", "clients/web/src/generated/"):
+        assert built in patterns and patterns.index(built) > patterns.index("!clients/web/"), built
+
+
+def npm_steps(command: str) -> str:
+    """An npm command line without the flags that only quiet npm (the Dockerfile's ENV does that)."""
+    return " ".join(w for w in command.split() if w not in ("--silent", "--no-audit", "--no-fund"))
+
+
+def makefile_npm_steps(directory: str) -> list[str]:
+    """The npm commands the Makefile runs in ``directory`` (`cd $(VAR) && npm ...`), in its order."""
+    text = (ROOT / "Makefile").read_text()
+    variables = dict(re.findall(r"^(\w+) := (\S+)$", text, re.MULTILINE))
+    return [npm_steps(command) for var, command in re.findall(r"^\tcd \$\((\w+)\) && (npm .+)$", text, re.MULTILINE)
+            if variables.get(var) == directory]
+
+
+def test_dockerfile_builds_the_web_table_as_make_web_does() -> None:
+    """The image serves the web table: the `web` stage (an official node image whose version both
+    packages accept) runs the npm steps of `make ts-client` and `make web`, in their folders, with
+    buf's inputs in place; Vite writes the page where the build stage copies it from, into the Python
+    package, whose wheel ships it (package data) and whose installed copy the build checks."""
+    text = DOCKERFILE.read_text()
+    web, build = dockerfile_stage("web"), dockerfile_stage("build")
+    image = re.search(r"^ARG NODE_IMAGE=node:(\d+)-slim$", text, re.MULTILINE)
+    assert image and web[0].value.startswith("${NODE_IMAGE} ")
+    for package in ("clients/typescript", "clients/web"):
+        engines = json.loads((ROOT / package / "package.json").read_text())["engines"]["node"]
+        wanted = re.fullmatch(r">=(\d+)(?:\.(\d+))?", engines)
+        assert wanted, engines
+        assert int(image.group(1)) > int(wanted.group(1)) or (
+            int(image.group(1)) == int(wanted.group(1)) and not wanted.group(2)), f"{package} wants node {engines}"
+    workdir = "/"
+    steps: dict[str, list[str]] = {}
+    copied: list[str] = []
+    for i in web:
+        if i.keyword == "WORKDIR":
+            workdir = i.value
+        elif i.keyword == "COPY":
+            copied.append(posixpath.normpath(posixpath.join(workdir, i.value.split()[-1])))
+        elif i.keyword == "RUN":
+            for command in i.value.split("&&"):
+                if command.strip().startswith("npm "):
+                    steps.setdefault(workdir.removeprefix("/src/"), []).append(npm_steps(command.strip()))
+    assert steps == {d: makefile_npm_steps(d) for d in ("clients/typescript", "clients/web")}
+    assert all(steps.values())
+    buf_inputs = re.findall(r"^\s+- directory: (\S+)$", (ROOT / "clients/typescript/buf.gen.yaml").read_text(),
+                            re.MULTILINE)
+    assert buf_inputs
+    for directory in buf_inputs:
+        path = posixpath.normpath(posixpath.join("/src/clients/typescript", directory))
+        assert any(path == c or path.startswith(c + "/") for c in copied), f"buf's input {directory} is not copied"
+    out_dir = re.search(r'outDir: resolve\(here, "([^"]+)"\)', (ROOT / "clients/web/vite.config.ts").read_text())
+    assert out_dir
+    page = posixpath.normpath(posixpath.join("/src/clients/web", out_dir.group(1)))
+    assert page == "/src/clients/python/gostop/web"
+    from_web = [i.value for i in build if i.keyword == "COPY" and i.value.startswith("--from=web ")]
+    assert from_web == [f"--from=web {page} ./clients/python/gostop/web"]
+    assert f"test -f {page}/index.html" in " ".join(i.value for i in web if i.keyword == "RUN")
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "web/**/*" in package_data["gostop"]
+    assert "graft clients/python/gostop/web" in (ROOT / "MANIFEST.in").read_text().splitlines()
+    runs = " ".join(i.value for i in build if i.keyword == "RUN")
+    assert "from gostop.service.http import web_root; assert web_root()" in runs
 
 
 def test_hadolint() -> None:
@@ -1307,7 +1382,8 @@ def test_hadolint() -> None:
 
 def healthcheck_script(tmp_path: Path) -> Path:
     """The image's gostop-healthcheck, as the Dockerfile writes it (RUN printf '%s\\n' ...)."""
-    run_line = next(i.value for i in dockerfile_stages()[0] if i.keyword == "RUN" and "gostop-healthcheck" in i.value)
+    run_line = next(i.value for i in dockerfile_stage("build")
+                    if i.keyword == "RUN" and "gostop-healthcheck" in i.value)
     words = shlex.split(run_line)
     lines = words[words.index("printf") + 2: words.index(">")]
     assert lines[0] == "#!/opt/venv/bin/python"
