@@ -365,11 +365,14 @@ class Cors:
         self.origins = frozenset(origins)
 
     def allowed(self, scope: Scope, origin: str) -> bool:
+        """A listed origin, or the page's own: the origin's host and port are the request's
+        ``Host``, whatever its scheme (behind a gateway that ends TLS, the page is https while the
+        request reaching the server is plain http)."""
         if "*" in self.origins or origin in self.origins:
             return True
         host = _header(scope, b"host")
-        scheme = scope.get("scheme", "http")
-        return host is not None and origin == f"{scheme}://{host}"
+        scheme, sep, authority = origin.partition("://")
+        return host is not None and sep == "://" and scheme in ("http", "https") and authority == host
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":  # nothing to set up or tear down: the server owns its resources

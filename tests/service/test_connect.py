@@ -151,11 +151,15 @@ async def test_cors_allows_listed_origins_and_refuses_others(http_server: Server
         status, headers, _ = await asyncio.to_thread(request, port, "OPTIONS", LIST,
                                                      headers={**preflight, "origin": origin})
         assert status == 403 and "access-control-allow-origin" not in headers, origin
-    # The page's own origin needs no listing.
-    own = f"http://127.0.0.1:{port}"
+    # The page's own origin needs no listing, also as https: behind a gateway that ends TLS.
+    for own in (f"http://127.0.0.1:{port}", f"https://127.0.0.1:{port}"):
+        status, _, _ = await asyncio.to_thread(request, port, "POST", LIST, b"{}",
+                                               {"origin": own, "content-type": "application/json"})
+        assert status == 200, own
     status, _, _ = await asyncio.to_thread(request, port, "POST", LIST, b"{}",
-                                           {"origin": own, "content-type": "application/json"})
-    assert status == 200
+                                           {"origin": f"https://127.0.0.1:{port}.evil.example",
+                                            "content-type": "application/json"})
+    assert status == 403
 
 
 async def test_list_rule_sets_by_connect_get(http_server: Server) -> None:
