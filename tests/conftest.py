@@ -14,6 +14,9 @@ from testkit.servers import BACKENDS, Api, config, running_server
 # Servers the tests start (in process or as `gostop serve` processes) serve no HTTP port unless a
 # test asks for one: the default port (8080) would be shared by every server of the run.
 os.environ.setdefault("GOSTOP_HTTP_LISTEN", "off")
+# Tournaments the tests run record their games in no ladder unless a test names one: the default,
+# a file in the user's data folder, would collect every test run's games.
+os.environ.setdefault("GOSTOP_LADDER", "off")
 
 
 @pytest.fixture(scope="session", name="service_redis")

@@ -1,6 +1,7 @@
 """The ``gostop`` command: ``gostop serve`` runs the service; ``gostop demo`` plays a round;
-``gostop tournament`` plays bots against each other through the service; ``gostop bot`` plays seats
-of a game with a bot; ``gostop play`` is a terminal game against bots."""
+``gostop tournament`` plays bots against each other through the service; ``gostop ladder`` rates
+every tournament game ever recorded; ``gostop bot`` plays seats of a game with a bot; ``gostop play``
+is a terminal game against bots."""
 
 from __future__ import annotations
 
@@ -47,21 +48,23 @@ def _main(argv: Sequence[str] | None) -> int:
         missing = str(exc)
         for name, text in (("serve", "run the gRPC game service"), ("settings", "print the table of server settings"),
                            ("play", "play against bots in the terminal"), ("tournament", "a bot tournament"),
-                           ("bots", "bot workers for bot seats")):
+                           ("bots", "bot workers for bot seats"), ("ladder", "the ratings of every tournament")):
             sub.add_parser(name, help=f"{text} (needs the [server] extra)").add_argument("rest", nargs="*")
         add_client_commands(sub)
         args, _ = parser.parse_known_args(argv)
-        if args.command in ("serve", "settings", "play", "tournament", "bots"):
+        if args.command in ("serve", "settings", "play", "tournament", "bots", "ladder"):
             sys.stderr.write(f"gostop {args.command}: {missing}\n")
             return 2
         return run_client_command(parser.parse_args(argv))
     serve = sub.add_parser("serve", help="run the gRPC game service")
     cfg.add_flags(serve)
     sub.add_parser("settings", help="print the table of server settings")
-    from gostop.tools import botworker, play, tournament
+    from gostop.tools import botworker, ladder, play, tournament
 
     botworker.add_arguments(sub.add_parser("bots", help="bot workers: gostop bots serve plays the bot seats' turns"))
     tournament.add_arguments(sub.add_parser("tournament", help="a duplicate-deal bot tournament (docs/tournaments.md)"))
+    ladder.add_arguments(sub.add_parser("ladder", help="the ratings of every tournament game recorded "
+                                        "(docs/tournaments.md#ladder)"))
     play.add_play_arguments(sub.add_parser("play", help="play against bots in the terminal (docs/clients.md)"))
     add_client_commands(sub)
     args = parser.parse_args(argv)
@@ -69,6 +72,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return play.play_command(args)
     if args.command == "tournament":
         return tournament.run_from_args(args)
+    if args.command == "ladder":
+        return ladder.run_from_args(args)
     if args.command == "bots":
         return botworker.serve_command(args)
     if args.command in ("bot", "demo"):

@@ -70,6 +70,7 @@ from .report import (
     format_report,
     plot_report,
     ranked,
+    save_report,
     write_report,
 )
 from .run import (
@@ -129,6 +130,7 @@ __all__ = [
     "rotate",
     "run_from_args",
     "run_tournament",
+    "save_report",
     "t975",
     "wilson",
     "write_report",

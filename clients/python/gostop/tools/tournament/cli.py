@@ -71,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-games", type=int, default=0,
                         help="stop after this many new games (a later run resumes); 0: play all")
     parser.add_argument("--report-only", action="store_true", help="only re-render the report from results.jsonl")
+    parser.add_argument("--ladder", default=None, metavar="PATH|URL",
+                        help="record the games in this ladder (gostop ladder): a SQLite file, a redis:// URL or "
+                             "off; default $GOSTOP_LADDER, else ~/.local/share/gostop/ladder.sqlite3")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -88,7 +91,17 @@ async def _run(options: Options, progress: bool) -> RunSummary:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-def _interrupted(out: Path, summary: RunSummary | None) -> int:
+def _record(out: Path, ladder: str | None) -> None:
+    """Record the games of ``out`` in the ladder (each once: a resumed run adds only its new ones),
+    and say so on stderr; a ladder that cannot be written is said, and changes no exit status."""
+    from gostop.tools.ladder import record_tournament
+
+    message = record_tournament(out, ladder)
+    if message:
+        _say("\n".join(wrap(message, WIDTH)))
+
+
+def _interrupted(out: Path, summary: RunSummary | None, ladder: str | None = None) -> int:
     """Say what an interrupted run saved and how to go on; the exit status."""
     resume = f"run the same command again to resume (gostop tournament --report-only --out {out} shows " \
              "the partial report)"
@@ -97,6 +110,8 @@ def _interrupted(out: Path, summary: RunSummary | None) -> int:
     else:  # no summary: stopped before the run had one, or after it ended
         message = f"interrupted: every finished game is saved in {out / RESULTS}; {resume}"
     _say("\n".join(wrap(message, WIDTH)))
+    if (out / RESULTS).exists():
+        _record(out, ladder)
     return INTERRUPTED
 
 
@@ -105,7 +120,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     try:
         return _run_from_args(args)
     except KeyboardInterrupt:  # Ctrl-C outside the run's own handler (start-up, shutting the loop down)
-        return _interrupted(args.out, None)
+        return _interrupted(args.out, None, args.ladder)
 
 
 def _run_from_args(args: argparse.Namespace) -> int:
@@ -115,6 +130,7 @@ def _run_from_args(args: argparse.Namespace) -> int:
             _say(f"no {RESULTS} in {out}")
             return 2
         print(format_report(write_report(out)))
+        _record(out, args.ladder)
         return 0
     from gostop.bots import BotSpecError, check_bot
     from gostop.service.config import parse_remote_bots
@@ -157,13 +173,14 @@ def _run_from_args(args: argparse.Namespace) -> int:
         _say(f"gostop tournament: {error}")
         return 2
     if summary.interrupted:
-        return _interrupted(out, summary)
+        return _interrupted(out, summary, args.ladder)
     assert summary.report is not None
     print(format_report(summary.report))
     print()
     print("\n".join(wrap(f"{summary.played:,} games played, {summary.skipped:,} already done, {summary.failed:,} "
                          f"failed, of {summary.planned:,}; {summary.wall_seconds:.1f} s; results and report in {out}",
                          WIDTH)))
+    _record(out, args.ladder)
     return 1 if summary.failed else 0
 
 

@@ -72,9 +72,10 @@ def build_report(records: Sequence[Mapping[str, Any]], plan_keys: Collection[str
     """The report of a set of results (see docs/tournaments.md for each figure). ``plan_keys``, the
     keys of every game the tournament plans, tells how many of them are done (``planned`` and
     ``done``; None when unknown)."""
-    unique: dict[str, Mapping[str, Any]] = {}
+    # A game is its run's and its key: the same key in two runs (folders merged by gostop ladder) is two games.
+    unique: dict[tuple[str, str], Mapping[str, Any]] = {}
     for r in records:
-        unique.setdefault(r["key"], r)
+        unique.setdefault((r.get("run_id", ""), r["key"]), r)
     by_group: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
     for r in sorted(unique.values(), key=_order):
         by_group[r["preset"], r["players"]].append(r)
@@ -118,7 +119,7 @@ def build_report(records: Sequence[Mapping[str, Any]], plan_keys: Collection[str
         })
     planned = done = None
     if plan_keys is not None:
-        planned, done = len(plan_keys), sum(1 for key in unique if key in plan_keys)
+        planned, done = len(plan_keys), sum(1 for _, key in unique if key in plan_keys)
     return {"results": RESULTS, "games": len(unique), "planned": planned, "done": done, "groups": groups}
 
 
@@ -346,6 +347,12 @@ def write_report(out: Path) -> dict[str, Any]:
     settings = out / SETTINGS_JSON
     plan_keys = planned_keys(json.loads(settings.read_text())) if settings.exists() else None
     report = build_report(load_results(out / RESULTS), plan_keys)
+    save_report(report, out)
+    return report
+
+
+def save_report(report: Mapping[str, Any], out: Path) -> None:
+    """Write ``report`` to report.json, report.csv and report.png in ``out``."""
     (out / REPORT_JSON).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     with (out / REPORT_CSV).open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
@@ -353,4 +360,3 @@ def write_report(out: Path) -> dict[str, Any]:
         for row in _csv_rows(report):
             w.writerow(["" if v is None else v for v in row])
     plot_report(report, out / REPORT_PNG)
-    return report

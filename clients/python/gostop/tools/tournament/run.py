@@ -369,6 +369,14 @@ async def run_tournament(
             raise ValueError(f"bot {spec!r}: no address for the remote bot {target[0]!r} (pass --remote-bot "
                              f"{target[0]}=HOST:PORT, or set GOSTOP_REMOTE_BOTS)")
     options.out.mkdir(parents=True, exist_ok=True)
+    # For the ladder (gostop.tools.ladder): the run's id (kept when the run is resumed) and what each
+    # bot is (name, options, code version), named in every record, so a game is counted once and a
+    # changed bot is a new entry.
+    from gostop.tools.ladder import bot_identity, run_id_of, save_identities
+
+    run_id = run_id_of(options.out)
+    identities = {spec: bot_identity(spec, _bot_options(spec, options.mcts_millis)) for spec in options.bots}
+    save_identities(options.out, identities.values())
     results_path = options.out / RESULTS
     done = {r["key"] for r in load_results(results_path)}
     local: _Running | None = None
@@ -404,7 +412,7 @@ async def run_tournament(
         if not tables:
             raise ValueError("no preset is offered at the requested player counts")
         specs = plan(options.bots, tables, options.games, options.seed)
-        (options.out / SETTINGS_JSON).write_text(json.dumps(_settings(options, tables), indent=2) + "\n")
+        (options.out / SETTINGS_JSON).write_text(json.dumps(_settings(options, tables, run_id), indent=2) + "\n")
         todo = [s for s in specs if s.key not in done]
         skipped = len(specs) - len(todo)
         if options.max_games:
@@ -460,6 +468,8 @@ async def run_tournament(
                     else:
                         _say(message)
                     continue
+                record.update(run_id=run_id, bot_ids=[identities[name].id for name in spec.seats],
+                              ended_at=round(time.time(), 3))
                 writer.write(record)
                 played += 1
                 if bar is not None:
@@ -499,10 +509,11 @@ async def run_tournament(
                       time.perf_counter() - started, report, interrupted)
 
 
-def _settings(options: Options, tables: Sequence[tuple[str, int]]) -> dict[str, Any]:
+def _settings(options: Options, tables: Sequence[tuple[str, int]], run_id: str) -> dict[str, Any]:
     """``tournament.json``: the settings of the run, with the tables it plays (the report of an
-    interrupted run recomputes its plan from them: ``plan.planned_keys``)."""
+    interrupted run recomputes its plan from them: ``plan.planned_keys``) and its id (the ladder's)."""
     return {
+        "run_id": run_id,
         "bots": list(options.bots), "presets": list(options.presets), "players": list(options.players),
         "games": options.games, "seed": options.seed, "parallel": options.parallel,
         "server": options.server or "in-process", "mcts_millis": options.mcts_millis,
