@@ -162,7 +162,9 @@ bench-native: native
 # 1 against 2 server worker processes (bench_service.py --compare-workers; WORKERS_ARGS); Redis
 # memory per game (bench/memory.py; MEMORY_ARGS); and bot seats through a bot worker process beside the
 # same bots in process (bench/bots.py; BOTS_ARGS); SubmitAction over the Connect protocol beside gRPC
-# and Health on one server (bench/http.py; HTTP_ARGS, e.g. "--asgi uvicorn,granian"). The
+# and Health on one server (bench/http.py; HTTP_ARGS, e.g. "--asgi uvicorn,granian"); the web
+# table's first load in headless chromium, bytes and time to interactive (bench/web.py; WEB_ARGS,
+# e.g. "--runs 10 --profiles 4g"; when npm is there to build the page). The
 # service benchmarks start their own redis-server and server. BENCH_SECONDS is each measurement's
 # window (3 s keeps the whole run within about seven minutes; more steadies the figures), e.g.
 # make bench BENCH_SECONDS=10 SERVICE_ARGS="--server-metrics" WORKERS_ARGS="--client-processes 1".
@@ -177,7 +179,7 @@ BENCH_WARMUP ?= 0.5
 $(GHZ):
 	GOBIN=$(CURDIR)/.tools/bin go install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
 
-bench: $(PB) redis-server $(GHZ)
+bench: $(PB) redis-server $(GHZ) chromium $(WEB_IF_NPM)
 	$(PY) -m bench.engine $(ARGS)
 	$(BENCH_PY) -m bench.service --inflight 1,8,32,64 --goal-pairs 4 --seconds $(BENCH_SECONDS) \
 		--warmup $(BENCH_WARMUP) $(SERVICE_ARGS)
@@ -189,6 +191,7 @@ bench: $(PB) redis-server $(GHZ)
 	$(BENCH_PY) -m bench.memory $(MEMORY_ARGS)
 	$(BENCH_PY) -m bench.bots --seconds $(BENCH_SECONDS) $(BOTS_ARGS)
 	$(BENCH_PY) -m bench.http --seconds $(BENCH_SECONDS) --warmup $(BENCH_WARMUP) $(HTTP_ARGS)
+	$(if $(HAVE_NPM),$(BENCH_PY) -m bench.web $(WEB_ARGS))
 
 # The reliability suite (tests/reliability) at longer sizes, bounded in time, loopback only; prints
 # the figures of the run (docs/reliability.md). ARGS go to scripts/soak.py, e.g. ARGS="--minutes 20".
