@@ -1,11 +1,13 @@
-"""The gRPC API, every RPC and every error path, over the memory store and over a real Redis: rule
-sets, creation with overrides, views, actions by id and structured, the error codes with their
-``google.rpc.ErrorInfo`` details, idempotent retries, stale versions and WatchGame streams."""
+"""The API, every RPC and every error path, over the memory store and over a real Redis, and over
+the HTTP port's Connect protocol and gRPC-Web (issue 24): rule sets, creation with overrides, views,
+actions by id and structured, the error codes with their ``google.rpc.ErrorInfo`` details,
+idempotent retries, stale versions and WatchGame streams."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import AsyncIterator
 
 import grpc
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from gostop.engine import FIELDS, HIDDEN, PRESET_PLAYERS, Rules
 from gostop.service.auth import Authenticator, Caller
 from gostop.v1 import game_pb2 as pb
+from testkit.connect import running_http_server
 from testkit.redis_server import RedisServer
 from testkit.servers import (
     OPERATOR,
@@ -30,6 +33,22 @@ from testkit.servers import (
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION
+
+SERVERS = [("memory", "grpc"), ("redis", "grpc"), ("memory", "connect"), ("memory", "grpc-web")]
+
+
+@pytest.fixture(params=SERVERS, ids=["-".join(s) for s in SERVERS], name="api")
+async def api_fixture(request: pytest.FixtureRequest) -> AsyncIterator[Api]:
+    """This module's ``api``: the gRPC port over each store, and the HTTP port's protocols (the same
+    domain layer behind them: one store is enough there)."""
+    store, protocol = request.param
+    url = request.getfixturevalue("service_redis").url if store == "redis" else ""
+    if protocol == "grpc":
+        async with running_server(config(url)) as api:
+            yield api
+    else:
+        async with running_http_server(config(url), protocol) as api:
+            yield api
 
 
 # ------------------------------------------------------------------------------- rule sets

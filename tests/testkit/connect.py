@@ -39,7 +39,7 @@ def rpc_error(exc: ConnectError) -> grpc.aio.AioRpcError:
 
 
 class _Stream:
-    """A server stream with the gRPC call's face: ``async for`` and ``cancel()``."""
+    """A server stream with the gRPC call's face: ``async for``, ``read()`` and ``cancel()``."""
 
     def __init__(self, source: AsyncIterator[Any]) -> None:
         self._source = source
@@ -52,6 +52,13 @@ class _Stream:
             return await self._source.__anext__()
         except ConnectError as exc:
             raise rpc_error(exc) from None
+
+    async def read(self) -> Any:
+        """The next message, or ``grpc.aio.EOF`` once the stream has ended (as the gRPC call's ``read``)."""
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            return grpc.aio.EOF
 
     def cancel(self) -> bool:
         with contextlib.suppress(Exception):
