@@ -197,6 +197,9 @@ def test_merged_shards_make_one_report_and_one_ladder(tmp_path: Path, capsys: py
     store = ladder.open_store(str(db))
     assert ladder.load_boards(store) == boards
     store.close()
+    # A run of before the ladder, resumed, keeps the run id its games were recorded under.
+    assert ladder.run_id_of(shards[2]) == ladder.read_folder(shards[2]).run_id == records(merged)[-1]["run_id"]
+    assert ladder.run_id_of(shards[0]) == "run-70"
     # The legacy shard's bots are entries of unknown code, apart from the same bots' recorded ones.
     legacy = {s.entry.spec: s.entry.code for b in boards for s in b.standings if s.entry.code == "?"}
     assert set(legacy) == set(BOTS)

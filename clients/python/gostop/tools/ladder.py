@@ -213,14 +213,27 @@ def save_identities(out: Path, identities: Iterable[Identity]) -> None:
 
 
 def run_id_of(out: Path) -> str:
-    """The run id of the tournament in ``out``: the one its ``tournament.json`` holds when there
-    are results to resume (a resumed run keeps it), else a new one."""
+    """The run id of the tournament in ``out``: when the folder holds results (a run resumed), the
+    id they were recorded under (``folder_run_id``), else a new one."""
+    results = load_results(out / RESULTS)
+    if not results:
+        return uuid.uuid4().hex
     settings = out / SETTINGS_JSON
-    if settings.exists() and (out / RESULTS).exists():
-        with_id = json.loads(settings.read_text()).get("run_id")
-        if isinstance(with_id, str) and with_id:
-            return with_id
-    return uuid.uuid4().hex
+    return folder_run_id(json.loads(settings.read_text()) if settings.exists() else {}, results)
+
+
+def folder_run_id(settings: Mapping[str, Any], results: Sequence[Mapping[str, Any]]) -> str:
+    """The run id of a folder's results: the one its ``tournament.json`` holds, else, for results
+    of before run ids, one derived from what the folder holds (its settings, or its first game), so
+    that recording the folder again or resuming its run (here or on another machine) finds the same."""
+    given = settings.get("run_id")
+    if isinstance(given, str) and given:
+        return given
+    if settings:
+        basis = json.dumps(settings, sort_keys=True)
+    else:
+        basis = str(results[0]["key"]) + str(results[0].get("game_id")) if results else ""
+    return "legacy-" + hashlib.sha256(basis.encode()).hexdigest()[:16]
 
 
 # -------------------------------------------------------------------------------- games
@@ -286,13 +299,7 @@ def read_folder(path: Path) -> Folder:
     settings_path = path / SETTINGS_JSON
     settings: dict[str, Any] = json.loads(settings_path.read_text()) if settings_path.exists() else {}
     raw = load_results(path / RESULTS)
-    # Results of before run ids: a run id derived from what the folder holds, so that recording
-    # the folder again (here or on another machine) finds the same one.
-    fallback = str(settings.get("run_id") or "")
-    if not fallback:
-        basis = json.dumps(settings, sort_keys=True) if settings else (raw[0]["key"] + str(raw[0].get("game_id"))
-                                                                       if raw else str(path))
-        fallback = "legacy-" + hashlib.sha256(basis.encode()).hexdigest()[:16]
+    fallback = folder_run_id(settings, raw)  # for records without their own (results of before run ids)
     identities = read_identities(path)
     mtime = (path / RESULTS).stat().st_mtime
     records = []
