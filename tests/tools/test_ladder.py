@@ -25,7 +25,7 @@ from gostop.client import AsyncGostopClient
 from gostop.engine import Rules, apply, legal_actions, new_round, view
 from gostop.tools import ladder
 from gostop.tools import tournament as t
-from testkit.redis_server import RedisClusterServers, RedisServer, free_port
+from testkit.redis_server import RedisClusterServers, RedisSentinelServers, RedisServer, free_port
 from testkit.servers import OPERATOR_KEY, ROOT, config, running_server
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -258,10 +258,13 @@ def test_a_changed_bot_is_a_new_entry(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ the stores
 
 
-@pytest.fixture(params=["redis", "redis+cluster"])
+@pytest.fixture(params=["redis", "redis+sentinel", "redis+cluster"])
 def redis_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """A real Redis: one redis-server, or a Cluster of three."""
-    servers = RedisServer() if request.param == "redis" else RedisClusterServers()
+    """A real Redis: one redis-server, a master behind a Sentinel (a deployment's GOSTOP_REDIS_URL
+    may be either, and the Helm chart's tournament Job records into it), or a Cluster of three."""
+    servers: RedisServer | RedisSentinelServers | RedisClusterServers
+    servers = {"redis": RedisServer, "redis+sentinel": RedisSentinelServers,
+               "redis+cluster": RedisClusterServers}[request.param]()
     with servers:
         yield servers.url
 
@@ -272,6 +275,7 @@ def test_sqlite_and_redis_give_the_same_leaderboard(tmp_path: Path, redis_url: s
     total = sum(len(f.records) for f in folders)
     sqlite = ladder.open_store(str(tmp_path / "ladder.sqlite3"))
     redis = ladder.open_store(redis_url)
+    assert isinstance(redis, ladder.RedisStore), "a Redis URL, not the name of a SQLite file"
     try:
         assert ladder.record(sqlite, folders) == total
         assert ladder.record(redis, reversed(folders)) == total  # another order of recording

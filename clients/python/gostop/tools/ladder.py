@@ -77,7 +77,7 @@ OFF: Final = "off"
 """``--ladder off`` (or ``GOSTOP_LADDER=off``): record nothing."""
 BOTS_JSON: Final = "bots.json"
 """The identities of a run's bots (entry id -> identity), beside its ``results.jsonl``."""
-REDIS_SCHEMES: Final = ("redis", "rediss", "unix", "redis+cluster")
+REDIS_SCHEMES: Final = ("redis", "rediss", "unix", "redis+sentinel", "redis+cluster")
 REDIS_KEYS: Final = ("gostop:{ladder}:entries", "gostop:{ladder}:games")
 """The two hashes of a Redis ladder (one hash slot, so that a Cluster holds both on one node)."""
 HISTORY_POINTS: Final = 400
@@ -395,7 +395,28 @@ class RedisStore:
         self.location = _redacted(url)
         scheme = urlsplit(url).scheme.lower()
         self.client: Any
-        if scheme == "redis+cluster":
+        self.sentinels: list[Any] = []
+        if scheme == "redis+sentinel":
+            # The server's form (a deployment's GOSTOP_REDIS_URL): the master of a Sentinel group,
+            # redis+sentinel://[[user]:password@]host:port[,host:port...]/<master_name>[/db].
+            from redis.sentinel import Sentinel
+
+            parts = urlsplit(url)
+            path = [unquote(p) for p in parts.path.split("/") if p]
+            if not 1 <= len(path) <= 2:
+                raise ValueError(f"a redis+sentinel URL needs /<master_name>[/db]: {self.location}")
+            hosts = []
+            for item in parts.netloc.rpartition("@")[2].split(","):
+                host, _, port = item.rpartition(":")
+                hosts.append((host.strip("[]") or item, int(port) if host else 26379))
+            sentinel = Sentinel(hosts, socket_connect_timeout=5,  # type: ignore[no-untyped-call]
+                                sentinel_kwargs={"socket_connect_timeout": 5, "socket_timeout": 30})
+            self.sentinels = list(sentinel.sentinels)
+            self.client = sentinel.master_for(path[0], username=unquote(parts.username or "") or None,
+                                              password=unquote(parts.password or "") or None,
+                                              db=int(path[1]) if len(path) == 2 else 0,
+                                              socket_timeout=30)  # type: ignore[no-untyped-call]
+        elif scheme == "redis+cluster":
             from redis.cluster import ClusterNode, RedisCluster
 
             parts = urlsplit(url)
@@ -438,6 +459,8 @@ class RedisStore:
 
     def close(self) -> None:
         self.client.close()
+        for sentinel in self.sentinels:
+            sentinel.close()
 
 
 def _text(value: str | bytes) -> str:
@@ -460,7 +483,8 @@ def is_redis(location: str) -> bool:
 
 def open_store(location: str) -> Store:
     """The ladder at ``location``: a Redis URL (``redis://``, ``rediss://``, ``unix://``,
-    ``redis+cluster://``) or the path of a SQLite file (created with its folder if missing)."""
+    ``redis+sentinel://``, ``redis+cluster://``) or the path of a SQLite file (created with its
+    folder if missing)."""
     if is_redis(location):
         return RedisStore(location)
     return SqliteStore(Path(location).expanduser())
@@ -759,7 +783,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     try:
         store = open_store(location)
     except Exception as error:  # a folder that cannot be made, a Redis that cannot be reached, a bad URL
-        _say(f"gostop ladder: cannot open the ladder {location}: {error}")
+        _say(f"gostop ladder: cannot open the ladder {_redacted(location)}: {error}")
         return 2
     try:
         if args.merge:
@@ -793,8 +817,8 @@ def record_tournament(out: Path, location: str | None) -> str:
         finally:
             store.close()
     except Exception as error:  # the tournament's results are safe in results.jsonl whatever happens here
-        return (f"ladder: could not record the games in {location} ({type(error).__name__}: {error}); they stay "
-                f"in {out / RESULTS}: gostop ladder --merge {out} --ladder ... records them later")
+        return (f"ladder: could not record the games in {_redacted(location)} ({type(error).__name__}: {error}); "
+                f"they stay in {out / RESULTS}: gostop ladder --merge {out} --ladder ... records them later")
     return (f"ladder: {added:,} new games recorded in {store.location} in {time.monotonic() - started:.1f} s "
             "(gostop ladder shows the ratings)")
 
