@@ -164,7 +164,8 @@ bench-native: native
 # same bots in process (bench/bots.py; BOTS_ARGS); SubmitAction over the Connect protocol beside gRPC
 # and Health on one server (bench/http.py; HTTP_ARGS, e.g. "--asgi uvicorn,granian"); the web
 # table's first load in headless chromium, bytes and time to interactive (bench/web.py; WEB_ARGS,
-# e.g. "--runs 10 --profiles 4g"; when npm is there to build the page). The
+# e.g. "--runs 10 --profiles 4g"; when npm is there to build the page); random-policy steps per
+# second through the PettingZoo environment beside the engine's Playout (bench/env.py; ENV_ARGS). The
 # service benchmarks start their own redis-server and server. BENCH_SECONDS is each measurement's
 # window (3 s keeps the whole run within about seven minutes; more steadies the figures), e.g.
 # make bench BENCH_SECONDS=10 SERVICE_ARGS="--server-metrics" WORKERS_ARGS="--client-processes 1".
@@ -192,6 +193,7 @@ bench: $(PB) redis-server $(GHZ) chromium $(WEB_IF_NPM)
 	$(BENCH_PY) -m bench.bots --seconds $(BENCH_SECONDS) $(BOTS_ARGS)
 	$(BENCH_PY) -m bench.http --seconds $(BENCH_SECONDS) --warmup $(BENCH_WARMUP) $(HTTP_ARGS)
 	$(if $(HAVE_NPM),$(BENCH_PY) -m bench.web $(WEB_ARGS))
+	$(PY) -m bench.env $(ENV_ARGS)
 
 # The reliability suite (tests/reliability) at longer sizes, bounded in time, loopback only; prints
 # the figures of the run (docs/reliability.md). ARGS go to scripts/soak.py, e.g. ARGS="--minutes 20".

@@ -1,4 +1,4 @@
-"""Layers import only downwards: engine <- wire <- service | client <- bots <- tools.
+"""Layers import only downwards: engine <- wire <- service | client <- bots <- env <- tools.
 
 Every import of our own modules (at the top of a module or inside a function) is read from the
 source and checked against the layer table below (README.md shows it), and no two of our modules
@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("service", ("gostop.service",)),
     ("client", ("gostop.client",)),
     ("bots", ("gostop.bots",)),
+    ("env", ("gostop.env",)),
     ("tools", ("gostop", "gostop.tools", "gostop.__main__", "gostop.engine.cli", "gostop.engine.__main__")),
 )
 MAY_IMPORT: dict[str, set[str]] = {
@@ -36,7 +37,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "service": {"engine", "wire", "service"},
     "client": {"engine", "wire", "client"},
     "bots": {"engine", "bots"},
-    "tools": {"engine", "wire", "service", "client", "bots", "tools"},
+    "env": {"engine", "bots", "env"},
+    "tools": {"engine", "wire", "service", "client", "bots", "env", "tools"},
 }
 OLD_NAMES = ("engine", "service", "gostop_client")
 """Top-level import names of before the ``gostop`` namespace: nothing may import them."""
@@ -182,6 +184,8 @@ def test_no_import_circles() -> None:
     ("gostop.bots.greedy", "gostop.client"),  # a bot depending on the transport
     ("gostop.client", "gostop.service.server"),  # the client depending on the server
     ("gostop.client.runner", "gostop.bots"),  # the client depending on the bots
+    ("gostop.env.aec", "gostop.client"),  # an environment depending on the transport
+    ("gostop.bots.greedy", "gostop.env.observation"),  # a bot depending on the research environments
     ("gostop.service.games", "gostop.tools.cli"),  # the service depending on the command line
 ])
 def test_the_check_catches_an_upward_import(module: str, target: str) -> None:
