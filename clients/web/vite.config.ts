@@ -100,6 +100,11 @@ export default defineConfig({
     // @gostop/client is linked from ../typescript: its protobuf runtime and ours must be one copy.
     dedupe: ["@bufbuild/protobuf"],
   },
+  // `npm run dev`: the page from Vite (hot reload), the API from a gostop serve on its HTTP port
+  // (GOSTOP_WEB_API, default http://127.0.0.1:8080), so that the page still calls its own origin.
+  server: {
+    proxy: { "/gostop.v1.GameService": { target: process.env["GOSTOP_WEB_API"] ?? "http://127.0.0.1:8080" } },
+  },
   build: {
     outDir: resolve(here, "../python/gostop/web"),
     emptyOutDir: true,

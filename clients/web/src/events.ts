@@ -117,7 +117,9 @@ function eventText(event: Event, seat: SeatName): string {
         ? `${seat(k.value.seat)}: 국진을 ${k.value.converted ? "쌍피로" : "열끗으로"}`
         : `${seat(k.value.seat)} ${k.value.converted ? "makes 국진 a 쌍피" : "keeps 국진 as a 열끗"}`;
     case "scoreChanged": {
+      // Only a score that counts is worth a line (a pile growing below the first point is not).
       const e = k.value;
+      if (e.total <= 0) return "";
       return ko ? `  ${seat(e.seat)}: ${e.total}점` : `  ${seat(e.seat)}: ${e.total} points`;
     }
     case "wentGo":

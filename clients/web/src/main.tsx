@@ -53,4 +53,7 @@ function App(): JSX.Element {
 
 document.documentElement.lang = lang();
 const root = document.getElementById("app");
-if (root) render(<App />, root);
+if (root) {
+  root.textContent = ""; // the static "loading" line of index.html
+  render(<App />, root);
+}

@@ -319,6 +319,14 @@ export function choicesFor(
 /** The prompt: title, explanation, the numbered choices. */
 export function Decision({ decision }: { decision: DecisionModel }): JSX.Element | null {
   if (!decision.title && decision.buttons.length === 0) return null;
+  if (decision.buttons.length === 0 && decision.body === undefined && decision.lines.length === 0) {
+    // Nothing to press but the hand: a line, not a box.
+    return (
+      <div class="decision hint-only" data-testid="decision">
+        {decision.title}
+      </div>
+    );
+  }
   return (
     <div class="decision" data-testid="decision" role="group" aria-label={decision.title}>
       <div class="decision-head">
