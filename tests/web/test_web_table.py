@@ -7,7 +7,10 @@
   (checked against the engine's replay of the game's full log).
 - Each decision is a clear prompt, on a deal chosen for it: the two-card choice, 흔들기, 국진 with
   the score either way (the engine's), go/stop with the score a stop collects (the settlement's),
-  by keys as well as clicks; the layout holds at a phone's width; Korean and English labels.
+  by keys as well as clicks; the layout holds at a phone's width; Korean and English labels; a
+  spectator's link shows no hand; the next round of the match.
+- Invite links: one per person's seat, each seating its opener at that seat.
+- The deck page: every card with the name people use, its kind, 띠 colour and 쌍피 value.
 
 Screenshots of the lobby, a mid-round table, the go/stop prompt, a phone-width table and the
 settlement are saved under test-artifacts/web (docs/web-table.png is one of them).
@@ -388,7 +391,7 @@ def hand_key(page: Page, card: int) -> str:
 
 def test_each_decision_is_a_clear_prompt(browser: Browser, operator_server: WebServer) -> None:
     with GostopClient(operator_server.target, operator_key=OPERATOR_KEY) as client:
-        game = client.create_game("arcade", 2, deal=arcade_deal())
+        game = client.create_game("arcade", 2, deal=arcade_deal(), rounds=2)
         context = browser.new_context(viewport=PHONE, locale="en-US")
         page = context.new_page()
         errors: list[str] = []
@@ -494,6 +497,23 @@ def test_each_decision_is_a_clear_prompt(browser: Browser, operator_server: WebS
             assert stop_total == sum(b.pays for b in settlement.bills), "the stop prompt promised another score"
             assert {f.name for b in settlement.bills for f in b.factors} >= {"pibak", "gwangbak"}
             assert_page_settlement_is(page, settlement)
+
+            # A spectator's link shows the table with every hand face down.
+            watcher = browser.new_page(viewport=DESKTOP)
+            watcher.goto(f"{operator_server.url}#/g/{game.game_id}")
+            watcher.wait_for_selector("[data-testid=settlement]", timeout=WAIT_MS)
+            assert watcher.get_attribute("[data-testid=table]", "data-viewer") == "-1"
+            assert watcher.locator("[data-testid=hand-card]").count() == 0
+            assert watcher.locator("[data-testid=next-round]").count() == 0, "a spectator cannot deal"
+            watcher.close()
+
+            # Then the next round of the match, by its key.
+            before = table_attr(page, "version")
+            page.keyboard.press("1")
+            wait_version_after(page, before)
+            page.wait_for_selector("[data-testid=settlement]", state="detached", timeout=WAIT_MS)
+            assert client.get_game(game, 0).match.round_no == 2
+            assert "Round 2 of 2" in page.locator(".table-bar").inner_text()
             assert errors == []
         finally:
             context.close()
@@ -527,3 +547,36 @@ def test_the_cards_carry_the_names_people_use(browser: Browser, open_server: Web
         shot(page, "cards.png", full_page=True)
     finally:
         page.close()
+
+
+def test_invite_links_seat_each_person(browser: Browser, open_server: WebServer) -> None:
+    """A table of three with a person at seat 1 and a bot at seat 2: the lobby gives seat 1's invite
+    link and a spectator link; seat 1's link seats its opener at seat 1 (in another browser)."""
+    host = browser.new_context(viewport=DESKTOP, locale="en-US")
+    guest = browser.new_context(viewport=DESKTOP, locale="en-US")
+    try:
+        page = host.new_page()
+        page.goto(open_server.url)
+        page.wait_for_selector("[data-testid=create]:not([disabled])", timeout=WAIT_MS)
+        page.select_option("[data-testid=preset]", "standard")
+        page.select_option("[data-testid=players]", "3")
+        page.select_option("[data-testid=seat-1]", "person")
+        page.select_option("[data-testid=seat-2]", "random")
+        page.click("[data-testid=create]")
+        page.wait_for_selector("[data-testid=created]", timeout=WAIT_MS)
+        links = page.locator("[data-testid=created] .link-row input").evaluate_all("inputs => inputs.map(i => i.value)")
+        assert len(links) == 2, links  # seat 1, and the spectators
+        invite, spectate = links
+        assert "/1?t=" in invite and "?t=" not in spectate
+        page.click("[data-testid=sit-down]")
+        page.wait_for_selector("[data-testid=table]", timeout=WAIT_MS)
+        assert table_attr(page, "viewer") == "0"
+        other = guest.new_page()
+        other.goto(invite)
+        other.wait_for_selector("[data-testid=table]", timeout=WAIT_MS)
+        assert other.get_attribute("[data-testid=table]", "data-viewer") == "1"
+        assert "?t=" not in other.url
+        assert other.locator("[data-testid=seat-2]").inner_text().count("random") == 1
+    finally:
+        host.close()
+        guest.close()
