@@ -577,6 +577,18 @@ def test_invite_links_seat_each_person(browser: Browser, open_server: WebServer)
         assert other.get_attribute("[data-testid=table]", "data-viewer") == "1"
         assert "?t=" not in other.url
         assert other.locator("[data-testid=seat-2]").inner_text().count("random") == 1
+        # A token the server refuses (here a forged one) leaves the page watching, and says so.
+        game_id = game_id_of(page)
+        forged = browser.new_context(viewport=DESKTOP, locale="en-US")
+        try:
+            stranger = forged.new_page()
+            stranger.goto(f"{open_server.url}#/g/{game_id}/0?t=gst1.{game_id}.0.forged")
+            stranger.wait_for_selector("[data-testid=table]", timeout=WAIT_MS)
+            assert stranger.get_attribute("[data-testid=table]", "data-viewer") == "-1"
+            assert "no longer accepts" in stranger.locator(".toast").inner_text()
+            assert stranger.evaluate(f"() => sessionStorage.getItem('gostop.token.{game_id}')") is None
+        finally:
+            forged.close()
     finally:
         host.close()
         guest.close()

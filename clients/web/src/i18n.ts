@@ -161,6 +161,10 @@ const STRINGS = {
   medium: { ko: "보통 (greedy)", en: "medium (greedy)" },
   strong: { ko: "강함 (mcts)", en: "strong (mcts)" },
   cardsLink: { ko: "카드 보기", en: "The cards" },
+  tokenRefused: {
+    ko: "이 서버가 이 자리의 토큰을 받지 않습니다: 관전으로 봅니다.",
+    en: "This server no longer accepts this seat's token: you are watching.",
+  },
 } as const;
 
 export type Key = keyof typeof STRINGS;

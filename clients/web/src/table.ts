@@ -21,7 +21,7 @@ import {
   type GostopError,
   type WatchGameResponse,
 } from "./api";
-import { loadStream, saveStream, savedApiKey, savedToken } from "./session";
+import { forgetToken, loadStream, saveStream, savedApiKey, savedToken } from "./session";
 
 export type Connection = "connecting" | "live" | "reconnecting" | "ended";
 
@@ -45,6 +45,8 @@ export interface TableState {
   reconnects: number;
   busy: boolean;
   error: string | undefined;
+  /** A message for the reader that is not an error (i18n key). */
+  notice: "tokenRefused" | undefined;
   notFound: boolean;
 }
 
@@ -106,7 +108,7 @@ export class Table {
     const token = savedToken(gameId);
     this.state = {
       gameId, token, view: undefined, version: 0n, log: [], connection: "connecting", reconnects: 0, busy: false,
-      error: undefined, notFound: false,
+      error: undefined, notice: undefined, notFound: false,
     };
   }
 
@@ -134,6 +136,12 @@ export class Table {
       if (e.code === Code.NotFound || e.reason === "GAME_NOT_FOUND" || e.reason === "MALFORMED_GAME_ID") {
         this.set({ notFound: true, connection: "ended" });
         return;
+      }
+      if (e.code === Code.Unauthenticated && this.state.token !== undefined) {
+        // A token this server no longer accepts (another server, a new secret): watch instead.
+        forgetToken(this.state.gameId);
+        this.set({ token: undefined, notice: "tokenRefused" });
+        return this.open();
       }
       this.set({ error: describeError(error) });
       return;
@@ -313,6 +321,6 @@ export class Table {
   }
 
   clearError(): void {
-    this.set({ error: undefined });
+    this.set({ error: undefined, notice: undefined });
   }
 }

@@ -211,7 +211,10 @@ function LinkRow({ label, link }: { label: string; link: string }): JSX.Element 
       <button
         type="button"
         onClick={() => {
-          void navigator.clipboard?.writeText(link).then(() => setCopied(true));
+          // The clipboard is offered to secure pages only (HTTPS, localhost): elsewhere the
+          // link is selected in its box, to copy by hand.
+          if (navigator.clipboard === undefined) return;
+          void navigator.clipboard.writeText(link).then(() => setCopied(true), () => undefined);
         }}
       >
         {copied ? t("copied") : t("copy")}

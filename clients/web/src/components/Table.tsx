@@ -272,6 +272,30 @@ function Flash({ log, namer }: { log: LoggedEvent[]; namer: SeatName }): JSX.Ele
   );
 }
 
+/** Copies the spectator link (or shows it to copy by hand where the clipboard is not offered). */
+function ShareButton({ link }: { link: string }): JSX.Element {
+  const [copied, setCopied] = useState(false);
+  return (
+    <button
+      class="link"
+      title={link}
+      onClick={() => {
+        const fallback = (): void => void window.prompt(t("spectate"), link);
+        if (navigator.clipboard === undefined) {
+          fallback();
+          return;
+        }
+        navigator.clipboard.writeText(link).then(() => {
+          setCopied(true);
+          setTimeout(() => setCopied(false), 1500);
+        }, fallback);
+      }}
+    >
+      {copied ? t("copied") : t("share")}
+    </button>
+  );
+}
+
 export function TablePage({ gameId }: { gameId: string }): JSX.Element {
   const [model, state] = useTable(gameId);
   const { view } = state;
@@ -380,9 +404,7 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
         <span class={`conn conn-${state.connection}`} data-testid="connection">
           {t(state.connection === "ended" ? "live" : state.connection)}
         </span>
-        <button class="link" onClick={() => void navigator.clipboard?.writeText(spectatorLink(gameId))} title={spectatorLink(gameId)}>
-          {t("share")}
-        </button>
+        <ShareButton link={spectatorLink(gameId)} />
       </div>
       <div class="table-grid">
         <div class="felt">
@@ -438,6 +460,11 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
           </button>
         </aside>
       </div>
+      {state.notice && (
+        <div class="toast" role="status" onClick={() => model.clearError()}>
+          {t(state.notice)}
+        </div>
+      )}
       {state.error && (
         <div class="toast error" role="alert" onClick={() => model.clearError()}>
           {t("error")}: {state.error}
