@@ -54,6 +54,39 @@ function reason(name: string, s: Settlement, view: GameView, seat: number, namer
   }
 }
 
+/** The 박 the rules have that did not apply to `seat`'s bill, each with why not. */
+function notApplied(s: Settlement, view: GameView, seat: number, namer: SeatName): string[] {
+  const ko = lang() === "ko";
+  const r = view.rules;
+  const bill = s.bills.find((b) => b.seat === seat);
+  if (r === undefined || bill === undefined) return [];
+  if (s.outcome === "instant_win") return [ko ? "정해진 점수: 박 없음" : "a fixed payment: no 박"];
+  const applied = new Set(bill.factors.map((f) => f.name));
+  const loser = view.seats.find((x) => x.seat === seat);
+  const pi = loser?.score?.piValue ?? 0;
+  const out: string[] = [];
+  if (r.pibak && !applied.has("pibak")) {
+    const why =
+      r.pibakRequiresWinnerPi && (s.score?.pi ?? 0) === 0
+        ? ko ? "승자가 피로 점수를 내지 않음" : "the winner scored nothing with 피"
+        : pi === 0 && r.pibakZeroExempt
+          ? ko ? "피가 하나도 없으면 면제" : "no 피 at all is exempt"
+          : ko ? `피 ${pi} (${r.pibakMaxPi ?? 5}보다 많음)` : `피 worth ${pi}, more than ${r.pibakMaxPi ?? 5}`;
+    out.push(`${ko ? "피박 아님" : "no 피박"}: ${why}`);
+  }
+  if (r.gwangbak && !applied.has("gwangbak")) {
+    const why =
+      (s.score?.gwang ?? 0) === 0
+        ? ko ? "승자가 광으로 점수를 내지 않음" : "the winner scored nothing with 광"
+        : ko ? `${namer(seat)}에게 광 ${loser?.score?.gwangCount ?? 0}장` : `${namer(seat)} holds ${loser?.score?.gwangCount ?? 0} 광`;
+    out.push(`${ko ? "광박 아님" : "no 광박"}: ${why}`);
+  }
+  if (r.gobak && !applied.has("gobak") && s.bills.length === 1) {
+    out.push(`${ko ? "고박 아님" : "no 고박"}: ${ko ? "고를 하지 않음" : "it did not go"}`);
+  }
+  return out;
+}
+
 function goFormula(s: Settlement, additive: boolean): string {
   if (s.gos <= 0) return `${s.base}`;
   if (s.gos <= 2) return `${s.base} + ${s.gos} = ${s.goScore}`;
@@ -176,6 +209,11 @@ export function SettlementView({
                       ))}
                     </ul>
                   )}
+                  {notApplied(s, view, b.seat, namer).map((line) => (
+                    <div class="not-applied" key={line}>
+                      {line}
+                    </div>
+                  ))}
                   {b.pays !== b.points && (
                     <div class="moved">
                       {b.pays > 0n
