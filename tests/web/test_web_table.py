@@ -147,7 +147,8 @@ def play_one_decision(page: Page, use_keys: bool) -> None:
     """One decision as a person makes it: a prompt's first choice (stop at go/stop), or a playable
     hand card and then its confirmation; by keys or by clicks."""
     phase = table_attr(page, "phase")
-    if phase != "PLAY":
+    playable = page.locator("[data-testid=hand-card]:not([disabled])")
+    if phase != "PLAY" or playable.count() == 0:  # a prompt, or a turn with only a 빈 내기 left
         choice = page.locator("[data-testid=choice]:not([disabled])")
         assert choice.count() >= 1, f"no choice in phase {phase}"
         target = page.locator("[data-testid=choice][data-action='231']") if phase == "GO_STOP" else choice.first
@@ -156,7 +157,7 @@ def play_one_decision(page: Page, use_keys: bool) -> None:
         else:
             target.click()
         return
-    card = page.locator("[data-testid=hand-card]:not([disabled])").first
+    card = playable.first
     if use_keys:
         page.keyboard.press(card.locator(".key").inner_text())
     else:
@@ -299,10 +300,12 @@ def test_a_person_plays_a_round_against_a_bot_seat(browser: Browser, open_server
             wait_for_my_move(page)
             if page.locator("[data-testid=settlement]").count():
                 break
-            # The opponent's hand is face down, with its count.
+            # The opponent's hand is face down (but the cards a 흔들기 showed), with its count.
             opponent = page.locator("[data-testid=seat-1]")
             hand_size = int(opponent.get_attribute("data-hand-size") or "-1")
-            assert opponent.locator(".backs .card.back").count() == min(hand_size, 10)
+            shown = opponent.locator(".backs .card.face").count()
+            assert opponent.locator(".backs .card.back").count() == min(hand_size - shown, 10)
+            assert f"{hand_size}" in opponent.locator("[data-testid=hand-count-1]").inner_text()
             if decisions == 1 and not dropped:
                 # The connection is lost (the event stream breaks mid-response): the page opens it
                 # again by itself, from the last version it saw.
