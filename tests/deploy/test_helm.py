@@ -9,7 +9,11 @@ are compared with what the server really listens on, serves and exports (service
 service/server.py, service/metrics.py); the bot workers' command line is parsed by the parser of
 `gostop bots serve` and their environment resolved as the kubelet would, and the rendered worker
 is run against a server with the chart's settings on a real Redis; that server is also called on its
-HTTP port as a gateway forwards browsers' requests (the web table, Connect, CORS). The Dockerfile is
+HTTP port as a gateway forwards browsers' requests (the web table, Connect, CORS). The tournament's
+Jobs are run as rendered too: the shards against such a server (on a real Redis behind a Sentinel,
+and on the memory store), recording into the release's Redis ladder or not at all, then the merge
+Job's `gostop ladder --merge` (its command line parsed by the real parser), into that Redis or the
+SQLite file on the results volume. The Dockerfile is
 linted structurally and by hadolint, its health probe is run against a real server, and the server
 is shown to write nothing outside /tmp (so that readOnlyRootFilesystem holds).
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import functools
 import json
 import os
@@ -50,7 +55,7 @@ from gostop.service import config as server_config
 from gostop.service.metrics import Metrics
 from gostop.service.server import SERVICE
 from gostop.service.workers import worker_env
-from gostop.tools import botworker
+from gostop.tools import botworker, ladder
 from gostop.tools.botworker import OUTCOMES, WorkerMetrics
 from gostop.v1 import game_pb2 as pb
 
@@ -140,6 +145,15 @@ BROWSERS = Variant("browsers", (), (
 NO_HTTP = Variant("no-http", (), ("ports.http=0", "networkPolicy.enabled=true"))
 VARIANTS = (DEFAULT, ALL, ALL_EXTERNAL, PRODUCTION, BOTS, BROWSERS)
 BOT_WORKERS = f"{FULLNAME}-bot-workers"
+# A small tournament (tests/helm/tournament.yaml) on the memory store, on production's external Redis
+# (a Sentinel URL) and on the Redis of the operator's own Secret; the Jobs of revision 1.
+TOURNAMENT_VALUES = ROOT / "tests" / "helm" / "tournament.yaml"
+TOURNAMENT_MEMORY = Variant("tournament-memory", (TOURNAMENT_VALUES,))
+TOURNAMENT_SENTINEL = Variant("tournament-sentinel", (TOURNAMENT_VALUES,), PRODUCTION.sets)
+TOURNAMENT_OWN_SECRET = Variant("tournament-own-secret", (TOURNAMENT_VALUES,),
+                                ("secrets.existingSecret=gostop-secrets", "redis.urlFromSecret=true"))
+SHARDS_JOB = f"{FULLNAME}-tournament-1"
+MERGE_JOB = f"{FULLNAME}-tournament-merge-1"
 
 
 @functools.cache
@@ -658,8 +672,10 @@ def test_selectors_and_references_agree(variant: Variant) -> None:
         peers = policy["spec"]["ingress"][0]["from"]
         for job in objects(variant, "Job"):
             job_labels = job["spec"]["template"]["metadata"]["labels"]
-            assert any(p.get("podSelector", {}).get("matchLabels", {None: None}).items() <= job_labels.items()
-                       for p in peers if "namespaceSelector" not in p), "the tournament may call the server"
+            admitted = any(p.get("podSelector", {}).get("matchLabels", {None: None}).items() <= job_labels.items()
+                           for p in peers if "namespaceSelector" not in p)
+            # The shards call the server; the merge only reads the volume and writes the ladder.
+            assert admitted == (component(job) == "tournament"), f"{job['metadata']['name']}: {admitted}"
     env = server_env(variant)
     if env.get("GOSTOP_REDIS_URL", "").startswith(f"redis://{FULLNAME}-redis:"):
         redis = one(variant, "Service", f"{FULLNAME}-redis")
@@ -717,6 +733,207 @@ def test_tournament_job_calls_the_service() -> None:
     one(ALL, "PersistentVolumeClaim", claim)
     credentials = one(ALL, "Secret", f"{FULLNAME}-tournament")
     assert set(credentials["data"]) == {"api-key", "operator-key"}
+
+
+# --- the tournament's ladder and the merge of its shards (issue 25) -------------------------------
+
+
+def job_container(variant: Variant, name: str) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = one(variant, "Job", name)["spec"]["template"]["spec"]["containers"]
+    [container] = containers
+    return container
+
+
+def results_claim(variant: Variant, name: str) -> str:
+    """The claim a Job's pods mount at /results."""
+    pod = one(variant, "Job", name)["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volume = next(v for v in pod["volumes"] if v["name"] == mounts["/results"])
+    claim: str = volume["persistentVolumeClaim"]["claimName"]
+    return claim
+
+
+def kubelet_args(args: Sequence[str], env: dict[str, str]) -> list[str]:
+    """A container's arguments with $(VAR) expanded from its environment, as the kubelet does."""
+    return [re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), a) for a in args]
+
+
+def merge_args(container: dict[str, Any]) -> argparse.Namespace:
+    """The merge container's command line, parsed by the real parser of `gostop ladder`."""
+    assert container["command"] == ["gostop"] and container["args"][0] == "ladder"
+    parser = argparse.ArgumentParser()
+    ladder.add_arguments(parser)
+    return parser.parse_args(container["args"][1:])
+
+
+@pytest.mark.parametrize("variant", [ALL, ALL_EXTERNAL, TOURNAMENT_SENTINEL, TOURNAMENT_MEMORY],
+                         ids=lambda v: v.name)
+def test_tournament_ladder_is_the_releases_redis(variant: Variant) -> None:
+    """The shards record into the release's Redis: GOSTOP_LADDER resolves, as the kubelet builds it,
+    to the server's own GOSTOP_REDIS_URL (the in-chart one from the ConfigMap, an external one from
+    the Secret), which the ladder opens as a Redis whatever its form (Sentinel included); the merge
+    records into the same. On the memory store the shards record nothing (their root filesystem is
+    read-only, and a SQLite file on the shared volume is not safe from several pods) and the merge,
+    one pod, records into a SQLite file on the results volume."""
+    server_url = server_env(variant).get("GOSTOP_REDIS_URL", "")
+    shards = resolved_env(variant, job_container(variant, SHARDS_JOB))
+    merge = resolved_env(variant, job_container(variant, MERGE_JOB))
+    if server_url:
+        assert shards["GOSTOP_LADDER"] == merge["GOSTOP_LADDER"] == server_url
+        assert ladder.is_redis(server_url), f"the ladder would take {server_url} for a file name"
+    else:
+        assert shards["GOSTOP_LADDER"] == ladder.OFF
+        assert merge["GOSTOP_LADDER"] == "/results/ladder.sqlite3"
+    assert "--ladder" not in job_container(variant, SHARDS_JOB)["args"], "tournament.args may set it, the chart not"
+    assert merge_args(job_container(variant, MERGE_JOB)).ladder is None, "GOSTOP_LADDER: no password in the args"
+
+
+def test_tournament_ladder_of_the_operators_secret() -> None:
+    """With redis.urlFromSecret both Jobs read GOSTOP_LADDER from the GOSTOP_REDIS_URL key of the
+    operator's Secret, which the server takes whole (envFrom)."""
+    expected = {"secretKeyRef": {"name": "gostop-secrets", "key": "GOSTOP_REDIS_URL"}}
+    for name in (SHARDS_JOB, MERGE_JOB):
+        env = {e["name"]: e.get("valueFrom") for e in job_container(TOURNAMENT_OWN_SECRET, name)["env"]}
+        assert env["GOSTOP_LADDER"] == expected, name
+    assert {"secretRef": {"name": "gostop-secrets"}} in server_container(TOURNAMENT_OWN_SECRET)["envFrom"]
+
+
+def test_tournament_merge_job_merges_every_shard() -> None:
+    """The merge Job: one pod (never two writing the ladder) mounting the shards' claim, created
+    suspended, whose `gostop ladder --merge` names exactly the folders the shards write, in index
+    order, then tournament.merge.args; tournament.merge.enabled false leaves it out."""
+    shards = one(ALL, "Job", SHARDS_JOB)
+    merge = one(ALL, "Job", MERGE_JOB)
+    spec = merge["spec"]
+    assert spec["suspend"] is True, "released once the shards' Job is complete"
+    assert (spec["completions"], spec["parallelism"]) == (1, 1) and "completionMode" not in spec
+    assert spec["backoffLimit"] == shards["spec"]["backoffLimit"]
+    assert spec["ttlSecondsAfterFinished"] == shards["spec"]["ttlSecondsAfterFinished"]
+    assert spec["template"]["spec"]["restartPolicy"] == "Never"
+    assert results_claim(ALL, MERGE_JOB) == results_claim(ALL, SHARDS_JOB)
+    container = job_container(ALL, SHARDS_JOB)
+    out = kubelet_args(container["args"], {})
+    written = [Path(kubelet_args(out, {"JOB_COMPLETION_INDEX": str(i)})[out.index("--out") + 1])
+               for i in range(shards["spec"]["completions"])]
+    assert len(written) == 8
+    args = merge_args(job_container(ALL, MERGE_JOB))
+    assert args.merge == written
+    assert args.out == Path("/results/merged") and args.out not in written
+    assert args.png == Path("/results/merged/ladder.png"), "all-on.yaml's tournament.merge.args"
+    assert merge["metadata"]["labels"]["app.kubernetes.io/component"] == "tournament-merge"
+    off = Variant("no-merge", (ALL_ON,), ("tournament.merge.enabled=false",))
+    assert [j["metadata"]["name"] for j in objects(off, "Job")] == [SHARDS_JOB]
+
+
+def test_tournament_jobs_are_named_in_the_notes_commands(tmp_path: Path) -> None:
+    """NOTES.txt tells how to release the merge: wait for the shards' Job, unsuspend the merge Job
+    (by their rendered names), read its log."""
+    chart = tmp_path / "gostop"
+    shutil.copytree(CHART, chart)
+    (chart / "templates" / "NOTES.txt").rename(chart / "notes.txt")
+    (chart / "templates" / "zz-notes.yaml").write_text(
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n'
+        '  notes: {{ tpl (.Files.Get "notes.txt") . | toJson }}\n')
+    for variant in (ALL, TOURNAMENT_MEMORY):
+        result = run([tool(HELM), "template", RELEASE, chart, "--namespace", NAMESPACE, "--show-only",
+                      "templates/zz-notes.yaml", *variant.args()])
+        assert result.returncode == 0, result.stderr
+        notes: str = json.loads(result.stdout.split("  notes: ", 1)[1])
+        assert f"kubectl -n {NAMESPACE} wait --for=condition=complete --timeout=24h job/{SHARDS_JOB}\n" in notes
+        patch = re.search(rf"kubectl -n {NAMESPACE} patch job/{MERGE_JOB} --type merge -p '([^']+)'", notes)
+        assert patch and json.loads(patch.group(1)) == {"spec": {"suspend": False}}
+        assert f"logs job/{MERGE_JOB}" in notes
+        assert ("/results/ladder.sqlite3" in notes) == (variant == TOURNAMENT_MEMORY)
+
+
+@pytest.mark.parametrize("variant", [TOURNAMENT_SENTINEL, TOURNAMENT_MEMORY], ids=lambda v: v.name)
+def test_tournament_shards_and_merge_run_as_the_chart_runs_them(variant: Variant, tmp_path: Path) -> None:
+    """The rendered Jobs, run for real: each shard's command line and environment (as the kubelet
+    expands them; the server's address swapped for a loopback one, the claim's mount path for a
+    folder) against a server with the chart's settings, on a real Redis behind a Sentinel (the
+    production variant's URL form) or on the memory store; then the merge's. With Redis the shards
+    record their games into it and the merge finds nothing new; on the memory store the shards
+    record nothing and the merge records every game into the SQLite file on the volume. The merged
+    report holds every shard's games, planned and done; merging again adds nothing."""
+    from testkit.redis_server import RedisSentinelServers
+
+    chart_env = server_env(variant)
+    chart_url = chart_env.get("GOSTOP_REDIS_URL", "")
+    assert bool(chart_url) == (variant == TOURNAMENT_SENTINEL)
+    results = tmp_path / "results"
+    results.mkdir()
+    shards_container, merge_container = job_container(variant, SHARDS_JOB), job_container(variant, MERGE_JOB)
+    completions = one(variant, "Job", SHARDS_JOB)["spec"]["completions"]
+    base = {"PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent", "TMPDIR": str(tmp_path),
+            "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": str(tmp_path / "mpl")}
+
+    def local(args: Sequence[str]) -> list[str]:
+        """The arguments with the claim's mount path (/results) replaced by the folder."""
+        return [str(results) + a.removeprefix("/results") if a == "/results" or a.startswith("/results/") else a
+                for a in args]
+
+    def job_env(container: dict[str, Any], url: str) -> dict[str, str]:
+        env = resolved_env(variant, container)
+        if chart_url:
+            assert env["GOSTOP_LADDER"] == chart_url
+            env["GOSTOP_LADDER"] = url
+        return {**base, **{k: local([v])[0] for k, v in env.items()}}
+
+    redis = RedisSentinelServers() if chart_url else None
+    with redis or contextlib.nullcontext():
+        url = redis.url if redis else ""
+        server = start_server(tmp_path, {**chart_env, "GOSTOP_REDIS_URL": url} if url else chart_env)
+        try:
+            shards = []
+            for index in range(completions):
+                env = {**job_env(shards_container, url), "JOB_COMPLETION_INDEX": str(index)}
+                args = kubelet_args(local(shards_container["args"]), env)
+                args[args.index("--server") + 1] = f"127.0.0.1:{server.port}"
+                shards.append(subprocess.Popen([sys.executable, "-m", "gostop", *args], cwd=tmp_path, env=env,
+                                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                               stderr=subprocess.PIPE, text=True))
+            said = []
+            for shard in shards:
+                stdout, stderr = shard.communicate(timeout=300)
+                assert shard.returncode == 0, stdout + stderr
+                said.append(" ".join(stderr.split()))
+        finally:
+            assert stop_server(server) == 0
+        folders = [results / f"shard-{i}" for i in range(completions)]
+        records = [ladder.read_folder(f).records for f in folders]
+        total = sum(map(len, records))
+        assert [len(r) for r in records] == [4] * completions, "tests/helm/tournament.yaml: 2 deals x 2 rotations"
+        for shard_said, shard_records in zip(said, records, strict=True):
+            if url:
+                assert f"ladder: {len(shard_records)} new games recorded in {url}" in shard_said, shard_said
+            else:
+                assert "ladder:" not in shard_said, shard_said
+
+        merge_env = job_env(merge_container, url)
+        sqlite = results / "ladder.sqlite3"
+        assert merge_env["GOSTOP_LADDER"] == (url or str(sqlite))
+        args = local(merge_container["args"])
+        # With Redis the shards recorded every game already; on the memory store a second merge (a
+        # retried pod) finds every game there.
+        for attempt, new in ((1, 0),) if url else ((1, total), (2, 0)):
+            merged = subprocess.run([sys.executable, "-m", "gostop", *args], cwd=tmp_path, env=merge_env,
+                                    capture_output=True, text=True, timeout=120, check=False)
+            assert merged.returncode == 0, merged.stdout + merged.stderr
+            output = " ".join(merged.stdout.split())
+            assert f"{completions} folders merged into {results / 'merged'}" in output, output
+            assert f"{new} new games recorded in the ladder" in output, (attempt, output)
+        store = ladder.open_store(url or str(sqlite))
+        try:
+            games = store.games()
+        finally:
+            store.close()
+    assert len(games) == total and len({g.uid for g in games}) == total
+    assert {g.run_id for g in games} == {r["run_id"] for rs in records for r in rs}
+    assert len({g.run_id for g in games}) == completions, "one run per shard"
+    report = json.loads((results / "merged" / "report.json").read_text())
+    assert report["planned"] == report["done"] == total
+    assert len((results / "merged" / "results.jsonl").read_text().splitlines()) == total
 
 
 # --- the HTTP port: browsers through the gateway (issue 24) --------------------------------------

@@ -8,7 +8,8 @@ rollback line did not parse in a shell. Here each ```` ```sh ```` block runs in 
 - ``helm`` real, except that ``install`` and ``upgrade`` render with ``helm template`` (an upgrade
   with ``--reuse-values`` reuses the install's values, as helm would; each upgrade's render is kept,
   ``upgrade-<n>.yaml``, and the last is ``upgrade.yaml``) and ``history`` and ``rollback`` are
-  recorded: there is no cluster to talk to;
+  recorded (``history -o json`` answers revision 1, the revision ``helm template`` renders): there
+  is no cluster to talk to;
 - ``kubectl``, ``docker``, ``grpcurl`` and ``curl`` stand-ins that record their calls (and the keys
   of a ``kubectl create secret``), since they need a cluster or a registry.
 
@@ -53,7 +54,10 @@ case "$1" in
     n=$(find "$state" -name 'upgrade-*.yaml' | wc -l)
     "$REAL_HELM" template "$name" "$chart" "${args[@]}" > "$state/upgrade-$n.yaml"
     cp "$state/upgrade-$n.yaml" "$state/upgrade.yaml" ;;
-  history|rollback) echo "helm $*" >> "$state/calls.log" ;;
+  history|rollback)
+    echo "helm $*" >> "$state/calls.log"
+    # helm template renders revision 1: the history's last revision as JSON, as helm prints it.
+    case " $* " in *" -o json "*) echo '[{"revision":1,"status":"deployed","chart":"gostop"}]' ;; esac ;;
   *) exec "$REAL_HELM" "$@" ;;
 esac
 """
@@ -179,6 +183,7 @@ def test_every_command_block_runs(tmp_path: Path) -> None:
     assert "helm rollback gostop 1 -n games" in calls and "kubectl -n games create secret generic gostop" in calls
 
     check_the_browsers_section(renders, calls)
+    check_the_tournaments_section(renders, calls)
 
 
 def check_the_browsers_section(renders: list[Path], calls: str) -> None:
@@ -217,6 +222,43 @@ def check_the_browsers_section(renders: list[Path], calls: str) -> None:
     assert f"https://{host}/gostop.v1.GameService/" in preflight
     origin = re.search(r"Origin: (\S+)", preflight)
     assert origin and origin.group(1) in origins
+
+
+def check_the_tournaments_section(renders: list[Path], calls: str) -> None:
+    """Tournaments (issue 25): the page's upgrade renders the shards' Job recording into the Redis of
+    the operator's Secret (GOSTOP_LADDER from its GOSTOP_REDIS_URL key, as the server's) with the keys
+    of that Secret, and the merge Job, suspended; the page's kubectl calls wait for the rendered shards'
+    Job, then unsuspend the rendered merge Job, wait for it and read its log."""
+    with_tournament = [docs for docs in map(manifests, renders)
+                       if any(d["kind"] == "Job" for d in docs)]
+    assert len(with_tournament) == 1, "the Tournaments section's upgrade"
+    docs = with_tournament[0]
+    assert one(docs, "Deployment", "gostop")["spec"]["replicas"] == 3, "--reuse-values kept the install's"
+    jobs = {d["metadata"]["labels"]["app.kubernetes.io/component"]: d for d in docs if d["kind"] == "Job"}
+    assert set(jobs) == {"tournament", "tournament-merge"}
+    shards, merge = jobs["tournament"], jobs["tournament-merge"]
+    [shard] = shards["spec"]["template"]["spec"]["containers"]
+    [merger] = merge["spec"]["template"]["spec"]["containers"]
+    redis_url = {"secretKeyRef": {"name": "gostop", "key": "GOSTOP_REDIS_URL"}}
+    for container in (shard, merger):
+        assert {e["name"]: e.get("valueFrom") for e in container["env"]}["GOSTOP_LADDER"] == redis_url
+    keys = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in shard["env"] if e["name"] != "GOSTOP_LADDER"}
+    assert sorted(k["key"] for k in keys.values()) == ["GOSTOP_API_KEYS", "GOSTOP_OPERATOR_KEYS"]
+    assert {k["name"] for k in keys.values()} == {"gostop"}
+    assert shard["args"][shard["args"].index("--bots") + 1] == "random,greedy"
+    assert merge["spec"]["suspend"] is True
+    shards_name, merge_name = shards["metadata"]["name"], merge["metadata"]["name"]
+    kubectl = [line for line in calls.splitlines() if line.startswith("kubectl -n games ")]
+    wait = [i for i, line in enumerate(kubectl)
+            if f"wait --for=condition=complete --timeout=24h job/{shards_name}" in line]
+    patch = [i for i, line in enumerate(kubectl) if line.startswith(f"kubectl -n games patch job/{merge_name} ")]
+    assert len(wait) == len(patch) == 1 and wait[0] < patch[0], kubectl
+    body = re.search(r"-p (\{.*\})$", kubectl[patch[0]])
+    assert body and json.loads(body.group(1)) == {"spec": {"suspend": False}}
+    assert "--type merge -p" in kubectl[patch[0]]
+    after = kubectl[patch[0] + 1:]
+    assert any(f"wait --for=condition=complete --timeout=1h job/{merge_name}" in line for line in after), after
+    assert any(line.endswith(f"logs job/{merge_name}") for line in after), after
 
 
 def test_the_keda_example_scales_the_charts_workers_on_the_queue(tmp_path: Path) -> None:

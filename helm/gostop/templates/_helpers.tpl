@@ -145,15 +145,17 @@ secrets.existingSecret with redis.urlFromSecret) for an external one. */}}
 {{- define "gostop.redisUrlEnv" -}}
 - name: GOSTOP_REDIS_URL
   valueFrom:
-    {{- if eq (include "gostop.store" .) "inChart" }}
-    configMapKeyRef:
-      name: {{ include "gostop.fullname" . }}
-      key: GOSTOP_REDIS_URL
-    {{- else }}
-    secretKeyRef:
-      name: {{ include "gostop.secretName" . }}
-      key: GOSTOP_REDIS_URL
-    {{- end }}
+    {{- include "gostop.redisUrlFrom" . | nindent 4 }}
+{{- end }}
+
+{{/* The valueFrom of the server's GOSTOP_REDIS_URL (with Redis only): the ConfigMap's key for the
+in-chart Redis, the Secret's (the chart's, or secrets.existingSecret with redis.urlFromSecret) for an
+external one. The bot workers' GOSTOP_REDIS_URL and the tournament's GOSTOP_LADDER come from it. */}}
+{{- define "gostop.redisUrlFrom" -}}
+{{- $inChart := eq (include "gostop.store" .) "inChart" -}}
+{{ if $inChart }}configMapKeyRef{{ else }}secretKeyRef{{ end }}:
+  name: {{ if $inChart }}{{ include "gostop.fullname" . }}{{ else }}{{ include "gostop.secretName" . }}{{ end }}
+  key: GOSTOP_REDIS_URL
 {{- end }}
 
 {{/* Egress rules of the server and the bot workers: the cluster DNS, and Redis (the in-chart one,
