@@ -1040,29 +1040,27 @@ def http_request(port: int, path: str, method: str = "GET", headers: dict[str, s
 def test_the_web_tables_own_origin_behind_a_tls_gateway_is_not_refused(tmp_path: Path) -> None:
     """Regression: behind a gateway that terminates TLS, the page at https://<host>/ calls the API with
     `Origin: https://<host>` while the server sees plain HTTP for that host, so it took its own page for
-    a foreign one and refused every call (403). The chart lists https://<host> of each route host name
-    in GOSTOP_CORS_ORIGINS. Here the server runs with the chart's settings and is called as the gateway
-    forwards a browser's calls; the same call with the settings of a release without the route is
-    still refused (so the test sees the difference the chart makes)."""
+    a foreign one and refused every call (403). The server now takes the origin's host and port for
+    its own page's whatever the scheme (service/http.py); here it runs with the settings of a release
+    with the route and of one without it, called as the gateway forwards a browser's calls, and
+    answers both; a foreign origin is still refused."""
     call = {"Host": PAGE_HOST, "Origin": f"https://{PAGE_HOST}", "X-Forwarded-Proto": "https",
             "Content-Type": "application/json"}
     path = f"/{SERVICE}/ListRuleSets"
-    server = start_server(tmp_path, server_env(BROWSERS))
-    try:
-        status, headers, body = http_request(server.http_port, path, "POST", call, b"{}")
-        assert status == 200, body
-        assert headers["access-control-allow-origin"] == f"https://{PAGE_HOST}"
-        assert json.loads(body)["ruleSets"]
-    finally:
-        assert stop_server(server) == 0
-    elsewhere = tmp_path / "no-route"
-    elsewhere.mkdir()
-    without_route = start_server(elsewhere, server_env(PRODUCTION))
-    try:
-        status, _, _ = http_request(without_route.http_port, path, "POST", call, b"{}")
-        assert status == 403, "without the route's origin the server refuses its own page behind TLS"
-    finally:
-        assert stop_server(without_route) == 0
+    for name, variant in (("route", BROWSERS), ("no-route", PRODUCTION)):
+        folder = tmp_path / name
+        folder.mkdir()
+        server = start_server(folder, server_env(variant))
+        try:
+            status, headers, body = http_request(server.http_port, path, "POST", call, b"{}")
+            assert status == 200, (name, body)
+            assert headers["access-control-allow-origin"] == f"https://{PAGE_HOST}"
+            assert json.loads(body)["ruleSets"]
+            foreign = {**call, "Origin": f"https://{PAGE_HOST}.elsewhere.example"}
+            status, _, _ = http_request(server.http_port, path, "POST", foreign, b"{}")
+            assert status == 403, name
+        finally:
+            assert stop_server(server) == 0
 
 
 def test_browsers_reach_the_table_and_the_api_as_the_chart_configures_them(tmp_path: Path) -> None:
