@@ -4,10 +4,11 @@
 // one of the view's legal actions (nothing else can be clicked), each with a number key.
 import type { JSX } from "preact";
 
-import { GoScoring, Phase, type GameView, type SeatView } from "../api";
+import { Phase, type GameView, type SeatView } from "../api";
 import { cardName, GUKJIN, monthOf } from "../cards";
 import { lang, t, term, termKo } from "../i18n";
-import { goScore, score, stopPreview, type BaseScore, type RuleFacts, type SeatFacts } from "../scoring";
+import { baseOf, gukjinScores, previewGo, previewStop, ruleFacts } from "../preview";
+import type { BaseScore } from "../scoring";
 import { seatNamer } from "../events";
 import { Card } from "./Card";
 
@@ -70,36 +71,6 @@ export function takes(view: GameView, c: number): { text: string; cards: number[
   return { text: t("takesStack", same.length), cards: same };
 }
 
-function ruleFacts(view: GameView): RuleFacts {
-  const r = view.rules;
-  return {
-    additive: r?.goScoring === GoScoring.ADDITIVE,
-    meongbak: r?.meongbak ?? false,
-    meongbakMinYeol: r?.meongbakMinYeol ?? 7,
-    pibak: r?.pibak ?? false,
-    pibakMaxPi: r?.pibakMaxPi ?? 5,
-    pibakRequiresWinnerPi: r?.pibakRequiresWinnerPi ?? true,
-    pibakZeroExempt: r?.pibakZeroExempt ?? true,
-    gwangbak: r?.gwangbak ?? false,
-    gobak: r?.gobak ?? false,
-    shakeBombWhenLosing: r?.shakeBombWhenLosing ?? false,
-  };
-}
-
-function baseOf(seat: SeatView): BaseScore {
-  const s = seat.score;
-  return {
-    gwangCount: s?.gwangCount ?? 0, hasBigwang: s?.hasBigwang ?? false, yeolCount: s?.yeolCount ?? 0,
-    ttiCount: s?.ttiCount ?? 0, piValue: s?.piValue ?? 0, sseulCount: s?.sseulCount ?? 0, gwang: s?.gwang ?? 0,
-    yeol: s?.yeol ?? 0, godori: s?.godori ?? 0, tti: s?.tti ?? 0, hongdan: s?.hongdan ?? 0,
-    cheongdan: s?.cheongdan ?? 0, chodan: s?.chodan ?? 0, pi: s?.pi ?? 0, sseul: s?.sseul ?? 0, total: s?.total ?? 0,
-  };
-}
-
-function facts(seat: SeatView): SeatFacts {
-  return { seat: seat.seat, score: baseOf(seat), gos: seat.gos, lastGoOrder: seat.lastGoOrder, multiplier: seat.multiplier || 1 };
-}
-
 function parts(s: BaseScore): string {
   const items = (["gwang", "yeol", "godori", "tti", "hongdan", "cheongdan", "chodan", "pi", "sseul"] as const)
     .filter((k) => s[k] > 0)
@@ -110,12 +81,10 @@ function parts(s: BaseScore): string {
 function GoStopBody({ view, me }: { view: GameView; me: SeatView }): JSX.Element {
   const rules = ruleFacts(view);
   const namer = seatNamer(view);
-  const playing = view.seats.filter((s) => s.active);
-  const losers = playing.filter((s) => s.seat !== me.seat);
-  const preview = stopPreview(rules, facts(me), losers.map(facts), view.carry);
+  const losers = view.seats.filter((s) => s.active && s.seat !== me.seat);
+  const preview = previewStop(view, me.seat);
   const base = me.score?.total ?? 0;
-  const nextGo = me.gos + 1;
-  const afterGo = goScore(base, nextGo, rules.additive);
+  const { nextGo, afterGo } = previewGo(view, me.seat);
   const threshold = view.rules?.goThreshold ?? 7;
   const ko = lang() === "ko";
   return (
@@ -168,9 +137,7 @@ function GoStopBody({ view, me }: { view: GameView; me: SeatView }): JSX.Element
 }
 
 function GukjinBody({ view, me }: { view: GameView; me: SeatView }): JSX.Element {
-  const sseul = me.score?.sseulCount ?? 0;
-  const keep = score(me.captured, false, sseul);
-  const convert = score(me.captured, true, sseul);
+  const { keep, convert } = gukjinScores(view, me.seat);
   return (
     <div class="gukjin" data-testid="gukjin-detail">
       <p data-testid="gukjin-keep">
@@ -179,7 +146,6 @@ function GukjinBody({ view, me }: { view: GameView; me: SeatView }): JSX.Element
       <p data-testid="gukjin-convert">
         <strong>{t("gukjinConvert")}</strong>: {t("scoreWould", convert.total)} — {t("yeolCount", convert.yeolCount)}, {t("piCount", convert.piValue)} ({parts(convert)})
       </p>
-      {view.rules && view.rules.gukjin !== undefined && null}
     </div>
   );
 }
