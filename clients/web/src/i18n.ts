@@ -12,6 +12,7 @@ const STRINGS = {
   rounds: { ko: "판 수", en: "Rounds" },
   openEnded: { ko: "계속", en: "open-ended" },
   seat: { ko: "자리", en: "Seat" },
+  seats: { ko: "자리", en: "Seats" },
   you: { ko: "나", en: "You" },
   person: { ko: "사람", en: "Person" },
   bot: { ko: "봇", en: "Bot" },

@@ -20,11 +20,11 @@ export const SEAT_CHOICES = [
 type SeatChoice = (typeof SEAT_CHOICES)[number]["id"];
 
 const PRESET_TEXT: Record<string, readonly [string, string]> = {
-  standard: ["표준: 보너스 패, 흔들기/폭탄, 모든 박", "standard: bonus cards, 흔들기/폭탄, every 박"],
-  simple: ["쉬운 맞고: 박과 배수 없음", "simple: no 박, no multipliers"],
-  classic: ["클래식: 첫뻑/연뻑, 3뻑, 총통, 허당", "classic: 첫뻑/연뻑, 3뻑, 총통, 허당"],
-  house: ["하우스: 점당 100원", "house: 100 per point"],
-  arcade: ["아케이드: 3점 맞고, 쓸 +1점", "arcade: 3-point 맞고, 쓸 +1"],
+  standard: ["보너스 패, 흔들기/폭탄, 모든 박", "bonus cards, 흔들기/폭탄, every 박"],
+  simple: ["쉬운 맞고: 박과 배수 없음", "beginners' 맞고: no 박, no multipliers"],
+  classic: ["첫뻑/연뻑, 3뻑, 총통, 허당", "첫뻑/연뻑, 3뻑, 총통, 허당"],
+  house: ["집에서 치는 판: 점당 100원", "a home game: 100 a point"],
+  arcade: ["3점 맞고, 쓸 +1점", "3-point 맞고, 쓸 +1"],
 };
 
 export function Lobby(): JSX.Element {
@@ -133,7 +133,7 @@ export function Lobby(): JSX.Element {
           </select>
         </label>
         <fieldset class="seats">
-          <legend>{t("seat")}</legend>
+          <legend>{t("seats")}</legend>
           <div class="seat-row">
             <span>{t("seat")} 0</span>
             <strong>{t("you")}</strong>
