@@ -93,7 +93,9 @@ function krFont(): Plugin {
 }
 
 export default defineConfig({
-  base: "./",
+  // Absolute asset paths: the server answers any extensionless path with index.html, and the page
+  // must load from there too (its API is its origin's root as well).
+  base: "/",
   plugins: [krFont()],
   oxc: { jsx: { runtime: "automatic", importSource: "preact" } },
   resolve: {

@@ -196,7 +196,10 @@ export function SettlementView({
               {s.bills.map((b) => (
                 <li key={b.seat} data-seat={b.seat} data-points={String(b.points)} data-pays={String(b.pays)}>
                   <div>
-                    <strong>{namer(b.seat)}</strong>: {String(s.goScore)}
+                    <strong>
+                      {namer(b.seat)} → {namer(s.winner)}
+                    </strong>
+                    : {String(s.goScore)}
                     {winnerMult > 1 ? ` × ${winnerMult}` : ""}
                     {b.factors.map((f) => ` × ${String(f.value)}`).join("")} = <strong>{String(b.points)}</strong>
                   </div>
