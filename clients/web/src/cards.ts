@@ -9,7 +9,6 @@ export type Ribbon = "hong" | "cheong" | "cho" | "bi";
 export const HIDDEN = -1;
 export const GUKJIN = 32;
 export const BIGWANG = 44;
-export const MONTH_CARDS = 48;
 export const ALL_CARDS = 51;
 
 export const MONTH_NAMES_KO = ["송학", "매조", "벚꽃", "흑싸리", "난초", "모란", "홍싸리", "공산", "국화", "단풍", "오동", "비"];
@@ -34,6 +33,8 @@ const LAYOUT: ReadonlyArray<readonly [Kind, string, string]> = [
 ];
 
 export const GWANG_CARDS = new Set([0, 8, 28, 40, 44]);
+/** What a forced-out fourth seat may sell (광팔기): the 광 (비광 too), the 쌍피 and the bonus 피. */
+export const SELLABLE = new Set([...GWANG_CARDS, 43, 47, 48, 49, 50]);
 export const GODORI = new Set([4, 12, 29]);
 export const HONGDAN = new Set([1, 5, 9]);
 export const CHEONGDAN = new Set([21, 33, 37]);
@@ -115,11 +116,6 @@ export function monthOf(id: number): number {
 /** The card's everyday Korean name ("??" for a hidden card). */
 export function cardName(id: number): string {
   return card(id)?.name ?? "??";
-}
-
-/** The order cards are shown in within a group: by month, then slot; bonus cards last. */
-export function byMonth(a: number, b: number): number {
-  return a - b;
 }
 
 /** Which pile group a captured card belongs to (국진 moves to 피 once converted). */

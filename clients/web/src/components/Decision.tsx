@@ -5,7 +5,7 @@
 import type { JSX } from "preact";
 
 import { Phase, type GameView, type SeatView } from "../api";
-import { cardName, GUKJIN, monthOf } from "../cards";
+import { cardName, GUKJIN, monthOf, SELLABLE } from "../cards";
 import { lang, t, term, termKo } from "../i18n";
 import { baseOf, gukjinScores, previewGo, previewStop, ruleFacts } from "../preview";
 import type { BaseScore } from "../scoring";
@@ -22,7 +22,6 @@ export interface Choice {
   disabled?: boolean;
   /** The legal action it submits (absent for a choice that only selects). */
   action?: number;
-  detail?: string;
   cards?: number[];
   primary?: boolean;
 }
@@ -264,7 +263,7 @@ export function choicesFor(
     if (legal.has(241)) add({ key: "2", label: t("sitOut"), run: () => act(241), action: 241 });
   } else if (phase === Phase.GWANG_SALE) {
     title = t("gwangSalePrompt");
-    cards = me.hand.filter((c) => [0, 8, 28, 40, 44, 43, 47, 48, 49, 50].includes(c));
+    cards = me.hand.filter((c) => SELLABLE.has(c));
     if (legal.has(251)) add({ key: "1", label: t("sellGwang"), run: () => act(251), action: 251, confirm: true });
     if (legal.has(250)) add({ key: "2", label: t("declineGwang"), run: () => act(250), action: 250 });
   }
