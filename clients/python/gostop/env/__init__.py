@@ -1,6 +1,7 @@
 """Research environments: Go-Stop as a PettingZoo AEC environment and a Gymnasium single-agent one.
 
-(The ``[research]`` extra installs PettingZoo, Gymnasium and NumPy: ``pip install 'gostop[research]'``.)
+(The ``[research]`` extra installs PettingZoo, Gymnasium and NumPy, and OpenSpiel for
+``gostop.env.openspiel``: ``pip install 'gostop[research]'``.)
 
 - ``GostopEnv`` (``gostop.env.aec``): one round per episode, every seat an agent (``seat_0`` …), for
   every preset and table size (``GostopEnv("classic", players=4)``), on the engine's fast path.

@@ -31,7 +31,6 @@ from gostop.engine import (
     new_round,
     view,
 )
-from gostop.engine.cards import mask_of
 from gostop.engine.legality import legal_actions_of
 from gostop.engine.render import settlement_text, state_text
 from gostop.engine.state import Phase
@@ -286,7 +285,7 @@ class GostopEnv(AECEnv):
             # Every hand card may be played: the first actions are their plain plays, whose ids are
             # the cards (ids ascend); 흔들기, 폭탄 and 빈 내기 follow.
             hand = work.seats[work.to_move].hand
-            bits = mask_of(hand)
+            bits = self._encoder.hand_mask(work.to_move, hand)
             for a in legal[len(hand):]:
                 bits |= 1 << action_id(a)
         else:

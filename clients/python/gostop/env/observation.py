@@ -198,6 +198,14 @@ class Encoder:
         """Per seat, as last read: hand, its mask, pile, its mask, shown cards, their mask, 쓸 count,
         국진 converted, the pile's base score."""
 
+    def hand_mask(self, seat: int, hand: tuple[int, ...]) -> int:
+        """The card mask of ``seat``'s hand ``hand`` (kept for the next observation of the seat)."""
+        c = self._masks[seat]
+        if hand is not c[0]:
+            c[0], c[1] = hand, mask_of(hand)
+        mask: int = c[1]
+        return mask
+
     def encode(self, src: State | Work, seat: int) -> NDArray[np.float32]:
         """The observation of ``seat`` (a new array)."""
         return self.observe(src, seat, 0)[0]
