@@ -283,8 +283,9 @@ class _Base:
         ``tls=True`` (the system's roots). ``api_key`` is sent with ``CreateGame``; ``operator_key``
         with ``CreateGame`` and ``GetGameLog``. ``bot_key`` is a bot worker's: with it a call naming a
         seat and no token acts for that seat, which the game must have declared a bot seat.
-        ``timeout`` is each attempt's deadline in seconds. ``options`` are gRPC channel options; ``interceptors`` gRPC client interceptors (``grpc``'s
-        for ``GostopClient``, ``grpc.aio``'s for ``AsyncGostopClient``)."""
+        ``timeout`` is each attempt's deadline in seconds. ``options`` are gRPC channel options;
+        ``interceptors`` gRPC client interceptors (``grpc``'s for ``GostopClient``, ``grpc.aio``'s
+        for ``AsyncGostopClient``)."""
         self.target = target
         self.api_key = api_key
         self.operator_key = operator_key
