@@ -33,6 +33,14 @@ function Motif({ month, id }: { month: number; id: number }): JSX.Element {
       return (
         <g>
           <circle cx="40" cy="32" r="8" fill={accent} opacity="0.85" />
+          {id === 0 && (
+            // the crane (학) of 송학
+            <g>
+              <path d="M8 40 Q16 30 26 36 Q20 38 16 44 Z" fill="#fafafa" stroke="#333" stroke-width="0.6" />
+              <path d="M26 36 Q30 30 29 24" stroke="#333" stroke-width="1.2" fill="none" />
+              <circle cx="29" cy="24" r="1.6" fill="#c62828" />
+            </g>
+          )}
           {[0, 1, 2].map((i) => (
             <path key={i} d={`M${30 - 13 + i * 2} ${46 + i * 7} L30 ${30 + i * 7} L${30 + 13 - i * 2} ${46 + i * 7} Z`} fill={ink} />
           ))}
@@ -51,6 +59,15 @@ function Motif({ month, id }: { month: number; id: number }): JSX.Element {
     case 3:
       return (
         <g>
+          {id === 8 && (
+            // the curtain (만막) of the cherry-blossom viewing
+            <g>
+              <path d="M6 50 Q30 44 54 50 L54 64 L6 64 Z" fill="#b71c1c" />
+              {[12, 22, 32, 42].map((x) => (
+                <rect key={x} x={x} y="50" width="4" height="14" fill="#fff3d6" opacity="0.85" />
+              ))}
+            </g>
+          )}
           {[[18, 34], [30, 30], [42, 36], [24, 44], [38, 46], [30, 56], [16, 54], [44, 56]].map(([x, y], i) => (
             <Blossom key={i} x={x ?? 0} y={y ?? 0} r={4.5} fill={i % 2 ? accent : ink} />
           ))}
@@ -133,6 +150,10 @@ function Motif({ month, id }: { month: number; id: number }): JSX.Element {
           ))}
           <path d="M44 22 Q40 44 46 66" stroke={ink} stroke-width="1.6" fill="none" />
           <path d="M50 22 Q46 42 52 62" stroke={ink} stroke-width="1.2" fill="none" />
+          {id === 45 && (
+            // the swallow (제비)
+            <path d="M14 44 L24 40 L32 44 L24 46 L30 54 L22 48 L16 52 Z" fill="#263238" />
+          )}
         </g>
       );
   }
