@@ -146,6 +146,7 @@ const STRINGS = {
   ttiCount: { ko: "띠 {0}장", en: "{0} 띠" },
   piCount: { ko: "피 {0}", en: "피 {0}" },
   total: { ko: "합계", en: "Total" },
+  startTriple: { ko: "3장: 넷째 장이 모두 먹음", en: "3 cards: the 4th takes all" },
   cardsLink: { ko: "카드 보기", en: "The cards" },
   tokenRefused: {
     ko: "이 서버가 이 자리의 토큰을 받지 않습니다: 관전으로 봅니다.",

@@ -146,7 +146,7 @@ function Floor({ view, highlight, recent }: { view: GameView; highlight: Set<num
             >
               <div class="month-label">
                 {m}월 {MONTH_NAMES_KO[m - 1]}
-                {maker !== undefined && <span class="badge ppeok">{maker >= 0 ? `뻑 · ${namer(maker)}` : "3"}</span>}
+                {maker !== undefined && <span class="badge ppeok">{maker >= 0 ? `뻑 · ${namer(maker)}` : t("startTriple")}</span>}
               </div>
               <div class="month-cards">
                 {(byMonth.get(m) ?? []).map((c) => (
