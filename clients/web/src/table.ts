@@ -2,12 +2,14 @@
 //
 // - The view: GetGame on opening; after each of our actions, the view SubmitAction returns; after
 //   each event of someone else, GetGame again (one call at a time, the newest view wins).
-// - The log: WatchGame from the version the tab last saw. Every event goes to the log and the
-//   special ones (뻑, 쪽, 따닥, 쓸, steals, bonus flips, 고, …) are flashed on the table. A broken
-//   stream is opened again after the last version seen (its events already shown are skipped), so a
-//   lost connection or a reload loses nothing and shows nothing twice.
+// - The log: WatchGame from the version the tab last saw. Every event goes to the log, marked live
+//   when it arrived after the page opened (the table flashes the special ones of the latest action:
+//   뻑, 쪽, 따닥, 쓸, steals, bonus cards, 고, …). A broken stream is opened again after the last
+//   version seen (the events of it already shown are skipped), so a lost connection or a reload
+//   loses nothing and shows nothing twice; the log is kept in the tab's sessionStorage.
 // - Actions: only ids of the view's legal actions, at the view's version, each with a request id
-//   kept for its retries.
+//   kept for its retries (a call the network dropped is sent again with it: applied once).
+// - A seat token the server refuses leaves the table watching, as a spectator.
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 
 import {
