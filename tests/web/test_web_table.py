@@ -471,6 +471,9 @@ def test_each_decision_is_a_clear_prompt(browser: Browser, operator_server: WebS
             page.keyboard.press("2")  # make it a 쌍피
             wait_version_after(page, before)
             assert client.get_game(game, 0).gukjin == "converted"
+            # The event is flashed on the table as it happens, and logged.
+            page.wait_for_selector("[data-testid=flash] >> text=국진 → 쌍피", timeout=WAIT_MS)
+            assert "국진" in page.locator("[data-testid=last-action]").inner_text()
             opponent_moves()
 
             # Turn 3: three 5월 cards, none on the floor: 흔들기 is offered; Esc takes it back.
