@@ -18,6 +18,7 @@ import asyncio
 import base64
 import contextlib
 import contextvars
+import gzip
 import json
 import mimetypes
 import socket
@@ -440,6 +441,8 @@ class WebTable:
     def __init__(self, api: ASGIApp, root: Path | None) -> None:
         self.api = api
         self.root = root.resolve() if root is not None else None
+        self._gzipped: dict[Path, bytes] = {}
+        """Text files gzipped once (the package's files never change while it runs)."""
 
     def _file(self, path: str) -> Path | None:
         assert self.root is not None
@@ -469,13 +472,21 @@ class WebTable:
             return
         body = found.read_bytes()
         kind = mimetypes.guess_type(found.name)[0] or "application/octet-stream"
-        if kind.startswith("text/") or kind in ("application/javascript", "image/svg+xml", "application/json"):
+        text = kind.startswith("text/") or kind in ("application/javascript", "image/svg+xml", "application/json")
+        if text:
             kind += "; charset=utf-8"
         immutable = found.parent.name == "assets"  # Vite's content-hashed files
         cache = b"public, max-age=31536000, immutable" if immutable else b"no-cache"
+        extra = [(b"vary", b"accept-encoding")] if text else []
+        if text and "gzip" in (_header(scope, b"accept-encoding") or ""):
+            packed = self._gzipped.get(found)
+            if packed is None:
+                packed = self._gzipped[found] = gzip.compress(body, 9, mtime=0)
+            body = packed
+            extra.append((b"content-encoding", b"gzip"))
         await send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", kind.encode()), (b"content-length", str(len(body)).encode()),
-            (b"cache-control", cache), *_SECURITY]})
+            (b"cache-control", cache), *extra, *_SECURITY]})
         await send({"type": "http.response.body", "body": b"" if head else body})
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import http.client
 import json
 import os
@@ -237,6 +238,11 @@ async def test_the_web_table_is_served_at_the_root(tmp_path: Path) -> None:
         status, headers, body = await asyncio.to_thread(request, port, "GET", "/assets/app-1234.js")
         assert status == 200 and "immutable" in headers["cache-control"]
         assert headers["content-type"].startswith(("text/javascript", "application/javascript"))
+        assert body == b"console.log('hi')" and "content-encoding" not in headers
+        status, headers, body = await asyncio.to_thread(request, port, "GET", "/assets/app-1234.js",
+                                                        headers={"accept-encoding": "gzip, br"})
+        assert status == 200 and headers["content-encoding"] == "gzip" and headers["vary"] == "accept-encoding"
+        assert gzip.decompress(body) == b"console.log('hi')"
         status, _, body = await asyncio.to_thread(request, port, "GET", "/join/abc")  # the page's own route
         assert status == 200 and b"<title>table</title>" in body
         for path in ("/../secret.txt", "/%2e%2e/secret.txt", "/assets/missing.js"):
