@@ -1,5 +1,6 @@
 # Every target installs what it needs first: a virtual env in .venv (the project editable, with
-# every extra), the generated gRPC code in clients/python/gostop/v1, a redis-server binary (Debian
+# every extra, its engine compiled with mypyc where a C compiler is present: $(ENGINE), below),
+# the generated gRPC code in clients/python/gostop/v1, a redis-server binary (Debian
 # package) for the tests, and the buf CLI (npm) for the proto lint; for the TypeScript and Go clients, their npm packages
 # (clients/typescript/node_modules) and the Go protoc plugins (.tools/bin, pinned versions);
 # grpcurl (Go module, .tools/bin) for the tested examples of docs/grpcurl.md.
@@ -25,6 +26,20 @@ $(STAMP): pyproject.toml setup.py
 
 $(PB): $(STAMP) $(wildcard proto/gostop/v1/*.proto) scripts/gen_proto.py
 	$(PY) scripts/gen_proto.py
+
+# The compiled engine (docs/engine-performance.md, "The compiled engine"): the editable install
+# compiles the engine's hot modules with mypyc into engine/_compiled (setup.py), and gostop.engine
+# loads them while their sources are unchanged. This compiles them again when a source has
+# changed (a no-op when the build is of the current sources; without a C compiler, or with
+# GOSTOP_PURE_PYTHON=1, the engine stays pure Python). make test, run, bench and the bots use it.
+ENGINE := $(VENV)/.engine-built
+
+$(ENGINE): $(STAMP) $(wildcard engine/*.py) setup.py
+	$(PY) -c 'import setup; setup.build_engine_in_tree()'
+	touch $@
+
+.PHONY: engine
+engine: $(ENGINE)
 
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix .tools @bufbuild/buf@$(BUF_VERSION)
@@ -93,67 +108,37 @@ helm-tools: $(HELM_TOOLS)
 HAVE_NPM := $(shell command -v npm >/dev/null 2>&1 && echo yes)
 WEB_IF_NPM := $(if $(HAVE_NPM),web)
 
-run: $(PB) $(WEB_IF_NPM)
+run: $(PB) $(ENGINE) $(WEB_IF_NPM)
 	$(PY) -m gostop serve $(ARGS)
 
-demo: $(STAMP)
+demo: $(STAMP) $(ENGINE)
 	$(PY) -m gostop demo $(ARGS)
 
-test: $(PB) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-tools chromium $(WEB_IF_NPM)
-	$(PY) -m ruff check engine service clients/python tests scripts bench setup.py
+# The tests run on the engine build the service ships (compiled where a C compiler is present),
+# then the engine's tests, doctests and conformance scenarios again on the pure-Python sources
+# (GOSTOP_PURE_PYTHON=1); GOSTOP_EXPECT_ENGINE tells tests/engine/test_build.py which build each
+# pass must find, so that a silent fallback fails.
+ENGINE_TESTS := tests/engine tests/contract/test_conformance_python.py clients/python/gostop/engine
+ENGINE_EXPECTED = $$($(PY) -c 'import setup; print("python" if setup.why_not_compiled() else "mypyc")')
+
+test: $(PB) $(ENGINE) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-tools chromium $(WEB_IF_NPM)
+	$(PY) -m ruff check engine service clients/python tests scripts bench setup.py conftest.py
 	$(PY) -m mypy
 	$(BUF) lint proto
 	$(BUF) breaking proto --against $(BASELINE)
-	$(PY) -m pytest
+	GOSTOP_EXPECT_ENGINE=$(ENGINE_EXPECTED) $(PY) -m pytest
+	GOSTOP_PURE_PYTHON=1 GOSTOP_EXPECT_ENGINE=python $(PY) -m pytest $(ENGINE_TESTS)
 
 lint: $(PB) $(BUF)
-	$(PY) -m ruff check engine service clients/python tests scripts bench setup.py
+	$(PY) -m ruff check engine service clients/python tests scripts bench setup.py conftest.py
 	$(BUF) lint proto
 
 typecheck: $(PB)
 	$(PY) -m mypy
 
-# Opt-in: the engine compiled with mypyc (docs/engine-performance.md, "native"). make native copies
-# the gostop package (links followed) into build/native and compiles the engine's hot modules there;
-# the sources are never written to, and nothing (make test, the service, the bots) uses the compiled
-# copy unless build/native comes first on the path: PYTHONPATH=build/native .venv/bin/python -P ...
-# (-P: the current directory is not put first). Interpreted there: errors.py (a compiled
-# exception class loses an attribute), actions.py and rules.py (compiled constructors raise
-# TypeError on a wrongly typed field before the engine's own MalformedAction/InvalidRules checks),
-# and the modules off the hot path. make test-native runs the engine tests against it (less the
-# one test that deep-copies states: compiled frozen dataclasses cannot be copied or pickled),
-# make bench-native the engine benchmark (ARGS go to bench/engine.py).
-NATIVE := build/native
-NATIVE_MODULES := cards events game rng scoring settlement state working dealing legality turns settle
-NATIVE_PY := PYTHONPATH=$(NATIVE):. $(PY) -P
-# (A change of the module list rebuilds, as does a change of any engine module.)
-NATIVE_STAMP := $(NATIVE)/.built-$(shell echo '$(NATIVE_MODULES)' | cksum | cut -d' ' -f1)
-NATIVE_TESTS := tests/engine tests/contract/test_conformance_python.py \
-	--deselect tests/engine/test_properties.py::test_random_round_invariants
-NATIVE_CHECK := import gostop.engine.game, sys; f = gostop.engine.game.__file__; \
-	f.endswith(".so") or sys.exit("engine NOT compiled: " + f); print("engine: compiled,", f)
-
-.PHONY: native test-native bench-native
-
-native: $(NATIVE_STAMP)
-
-$(NATIVE_STAMP): $(PB) $(wildcard engine/*.py)
-	rm -rf $(NATIVE)
-	mkdir -p $(NATIVE)
-	cp -rL clients/python/gostop $(NATIVE)/gostop
-	find $(NATIVE) -name __pycache__ -prune -exec rm -rf {} +
-	cd $(NATIVE) && $(CURDIR)/$(VENV)/bin/mypyc --config-file= --strict \
-		$(NATIVE_MODULES:%=gostop/engine/%.py) >mypyc.log 2>&1 || { tail -40 mypyc.log; exit 1; }
-	$(NATIVE_PY) -c '$(NATIVE_CHECK)'
-	touch $@
-
-test-native: native
-	$(NATIVE_PY) -c '$(NATIVE_CHECK); import pytest; sys.exit(pytest.main(sys.argv[1:]))' $(NATIVE_TESTS) $(ARGS)
-
-bench-native: native
-	$(NATIVE_PY) -m bench.engine --require-native $(ARGS)
-
-# Every benchmark, each printing its table: the engine (bench/engine.py; ARGS go to it); the
+# Every benchmark, each printing its table: the engine (bench/engine.py; ARGS go to it), with the
+# bar of issue 26 (the shipped build against the pure-Python engine of ENGINE_BASELINE, the commit
+# before that work, extracted with git archive, in alternating processes); the
 # service over loopback with the Python load generator at 1, 8, 32 and 64 in flight, and four more
 # Health/SubmitAction pairs at 8 whose medians the goals are checked on
 # (bench/service.py; SERVICE_ARGS); the same pairs against a server with no domain work
@@ -180,8 +165,10 @@ BENCH_WARMUP ?= 0.5
 $(GHZ):
 	GOBIN=$(CURDIR)/.tools/bin go install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
 
-bench: $(PB) redis-server $(GHZ) chromium $(WEB_IF_NPM)
-	$(PY) -m bench.engine $(ARGS)
+ENGINE_BASELINE ?= 8cf8b297731b7d5469e8e3d51438c43419310619
+
+bench: $(PB) $(ENGINE) redis-server $(GHZ) chromium $(WEB_IF_NPM)
+	$(PY) -m bench.engine --baseline $(ENGINE_BASELINE) $(ARGS)
 	$(BENCH_PY) -m bench.service --inflight 1,8,32,64 --goal-pairs 4 --seconds $(BENCH_SECONDS) \
 		--warmup $(BENCH_WARMUP) $(SERVICE_ARGS)
 	$(BENCH_PY) -m bench.service --domain-free --inflight 8 --rpcs health,submit --goal-pairs 4 \
@@ -197,14 +184,14 @@ bench: $(PB) redis-server $(GHZ) chromium $(WEB_IF_NPM)
 
 # The reliability suite (tests/reliability) at longer sizes, bounded in time, loopback only; prints
 # the figures of the run (docs/reliability.md). ARGS go to scripts/soak.py, e.g. ARGS="--minutes 20".
-soak: $(PB) redis-server
+soak: $(PB) $(ENGINE) redis-server
 	$(PY) scripts/soak.py $(ARGS)
 
-golden: $(STAMP)
+golden: $(STAMP) $(ENGINE)
 	PYTHONPATH=tests $(PY) -m testkit.golden
 
 # The shared conformance scenarios (tests/conformance/scenarios), computed by the engine.
-conformance-data: $(PB)
+conformance-data: $(PB) $(ENGINE)
 	PYTHONPATH=tests $(PY) -m testkit.conformance
 
 # The baseline of `buf breaking`: rebuild it only when a breaking change of the contract is intended.

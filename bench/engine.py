@@ -20,26 +20,40 @@ writes the figures, each run included, as JSON.
 
 Usage: ``python -m bench.engine [--seconds S] [--repeats R] [--clock cpu|wall]
 [--modes apply,playout] [--configs standard:2,classic:4] [--calls-seconds S] [--no-calls]
-[--json PATH] [--require-native]``.
+[--json PATH] [--require-native] [--baseline REF [--compare-pairs N] [--compare-seconds S]
+[--compare-only]]``.
 
-The engine measured is whichever ``import engine`` finds: the source tree (pure Python), or the
-mypyc-compiled copy that ``make native`` builds in ``build/native`` when that directory comes
-first on the path (``PYTHONPATH=build/native python -P -m bench.engine``, or ``make
-bench-native``). The header says which; ``--require-native`` stops if it is not the compiled one.
+The engine measured is the one ``import gostop.engine`` loads: the compiled build (mypyc) where it
+was built, else the pure-Python sources (``GOSTOP_PURE_PYTHON=1`` asks for them). The header says
+which; ``--require-native`` stops if it is not the compiled one.
+
+``--baseline REF`` also measures the bar of issue 26 (``make bench`` passes the commit before it):
+the engine of the git commit ``REF`` (its sources, extracted with ``git archive`` into a
+temporary folder: "today's" pure-Python engine) against the engine loaded here (the shipped
+build), standard 2-player rounds through validated ``apply`` and ``Playout``, in separate
+processes run alternately (``--compare-pairs`` pairs, ABBA order, ``--compare-seconds`` of CPU
+time per mode and run). It reports the medians and the median of the pairs' ratios, against the
+bars: ``apply`` at least ``APPLY_BAR`` times the baseline's, ``Playout`` ``PLAYOUT_BAR`` times.
+``--compare-only`` skips the tables.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from gostop.engine import (
@@ -64,6 +78,13 @@ CONFIGS: list[tuple[str, int]] = [
 ]
 GOAL = 5800
 """Random standard 2-player rounds per second on one core: a public TypeScript engine under Node 20."""
+APPLY_BAR = 2.9
+"""Issue 26: validated ``apply`` of the shipped build, in rounds/s, at least this many times today's
+pure-Python ``apply`` (where the public TypeScript engine's validated step stands)."""
+PLAYOUT_BAR = 2.0
+"""Issue 26: ``Playout`` of the shipped build at least this many times today's pure-Python one."""
+COMPARE_CONFIG = ("standard", 2)
+ROOT = Path(__file__).resolve().parent.parent
 CALLS = ("legal_actions", "apply", "view", "serialize", "deserialize")
 SAMPLE_ROUNDS = 40
 """Random rounds whose positions the per-call figures are measured over."""
@@ -202,8 +223,106 @@ def time_calls(runner: Callable[[], int], seconds: float) -> float:
 # ------------------------------------------------------------------------------ main
 
 
+# ------------------------------------------------------------- the bar against a baseline
+
+
+def extract_baseline(ref: str, into: Path) -> str:
+    """The engine of git commit ``ref`` (``engine/`` and the ``gostop`` package around it) under
+    ``into``, to import with ``into/clients/python`` first on the path; returns the full hash."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{ref}^{{commit}}"],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    paths = ["engine", "clients/python/gostop/__init__.py", "clients/python/gostop/engine"]
+    tar = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit, *paths],
+                         check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        archive.extractall(into, filter="data")
+    return commit
+
+
+def run_worker(pythonpath: list[str], seconds: float, modes: list[str], pure: bool) -> dict[str, Any]:
+    """One process measuring standard 2-player rounds/s of each mode (``--worker``); its JSON.
+    ``pure``: with ``GOSTOP_PURE_PYTHON=1`` (else this process's environment decides the build)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath))
+    if pure:
+        env["GOSTOP_PURE_PYTHON"] = "1"
+    out = subprocess.run(
+        [sys.executable, "-P", "-m", "bench.engine", "--worker", "--modes", ",".join(modes),
+         "--seconds", str(seconds)],
+        check=True, capture_output=True, text=True, env=env, cwd=ROOT,
+    ).stdout
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def worker_main(args: argparse.Namespace) -> None:
+    """``--worker``: a short warm-up, then each mode once for ``--seconds``; JSON on stdout."""
+    global clock
+    clock = CLOCKS[args.clock]
+    rules = Rules.preset(COMPARE_CONFIG[0], players=COMPARE_CONFIG[1])
+    modes = [m for m in args.modes.split(",") if m]
+    for mode in modes:
+        MODES[mode](rules, 0.1)
+    rates = {}
+    for mode in modes:
+        rounds, _, elapsed = MODES[mode](rules, args.seconds)
+        rates[mode] = rounds / elapsed
+    json.dump({"engine": engine_build(), "rounds_per_second": rates}, sys.stdout)
+
+
+def compare(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """The bar: ``--baseline``'s engine (pure Python) against the engine loaded here, alternately."""
+    modes = ["apply", "playout"]
+    bars = {"apply": APPLY_BAR, "playout": PLAYOUT_BAR}
+    with tempfile.TemporaryDirectory(prefix="gostop-baseline-") as tmp:
+        commit = extract_baseline(args.baseline, Path(tmp))
+        import gostop
+
+        sides = {  # bench/ from this tree; gostop from the baseline, or where this process found it
+            "baseline": [str(Path(tmp) / "clients" / "python"), str(ROOT)],
+            "shipped": [str(Path(gostop.__file__).resolve().parent.parent), str(ROOT)],
+        }
+        runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "shipped": []}
+        print(f"\nthe bar (issue 26): {COMPARE_CONFIG[0]} {COMPARE_CONFIG[1]}p rounds per CPU-second, the engine of "
+              f"{commit[:10]} (pure Python) against the shipped build, {args.compare_pairs} pairs of processes "
+              f"alternated, {args.compare_seconds:g} s per mode and run", flush=True)
+        for pair in range(args.compare_pairs):
+            order = ("baseline", "shipped") if pair % 2 == 0 else ("shipped", "baseline")
+            for side in order:
+                runs[side].append(run_worker(sides[side], args.compare_seconds, modes, pure=side == "baseline"))
+    engines = {side: runs[side][0]["engine"] for side in runs}
+    print(f"baseline: {engines['baseline']}; shipped: {engines['shipped']}")
+    print(f"{'mode':<10}{'baseline r/s':>14}{'shipped r/s':>14}{'ratio':>9}{'bar':>7}  pairs' ratios")
+    result: dict[str, Any] = {"baseline_commit": commit, "engines": engines, "modes": {}}
+    for mode in modes:
+        before = [r["rounds_per_second"][mode] for r in runs["baseline"]]
+        after = [r["rounds_per_second"][mode] for r in runs["shipped"]]
+        ratios = [a / b for a, b in zip(after, before, strict=True)]
+        ratio = statistics.median(ratios)
+        verdict = "met" if ratio >= bars[mode] else "NOT met"
+        print(f"{mode:<10}{statistics.median(before):>14,.0f}{statistics.median(after):>14,.0f}{ratio:>8.2f}x"
+              f"{bars[mode]:>6.1f}x  {verdict}: " + " ".join(f"{r:.2f}" for r in ratios))
+        result["modes"][mode] = {
+            "baseline": [round(x, 1) for x in before], "shipped": [round(x, 1) for x in after],
+            "ratio_median_of_pairs": round(ratio, 3), "bar": bars[mode], "met": ratio >= bars[mode],
+        }
+    report["bar"] = result
+
+
+def engine_build() -> str:
+    """Which engine build is imported: its ``BUILD`` (engines that have one), else by its files."""
+    import gostop.engine
+
+    build = getattr(gostop.engine, "BUILD", None)
+    if build is not None:
+        kind = "mypyc-compiled" if build.kind == "mypyc" else "pure Python"
+        return f"{kind} ({build.reason})"
+    compiled = compiled_modules()
+    return "mypyc-compiled (" + ", ".join(m.removeprefix("gostop.engine.") for m in compiled) + ")" \
+        if compiled else "pure Python"
+
+
 def compiled_modules() -> list[str]:
-    """The engine modules imported from compiled extensions (``make native``), by name."""
+    """The engine modules imported from compiled extensions, by name."""
     return sorted(
         name for name, module in sys.modules.items()
         if name.startswith("gostop.engine.") and str(getattr(module, "__file__", "")).endswith((".so", ".pyd"))
@@ -213,10 +332,8 @@ def compiled_modules() -> list[str]:
 def conditions(args: argparse.Namespace) -> dict[str, Any]:
     """What the figures were measured on and how."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    compiled = compiled_modules()
     return {
-        "engine": "mypyc-compiled (" + ", ".join(m.removeprefix("gostop.engine.") for m in compiled) + ")"
-        if compiled else "pure Python",
+        "engine": engine_build(),
         "python": sys.version.split()[0],
         "implementation": platform.python_implementation(),
         "machine": platform.machine(),
@@ -253,8 +370,18 @@ def main() -> None:
     parser.add_argument("--no-calls", action="store_true", help="skip the per-call table")
     parser.add_argument("--json", metavar="PATH", help="also write every figure (and run) as JSON")
     parser.add_argument("--require-native", action="store_true",
-                        help="stop unless the engine imported is the compiled one (make native)")
+                        help="stop unless the engine imported is the compiled one")
+    parser.add_argument("--baseline", metavar="REF",
+                        help="also measure the bar: the engine of git commit REF against this one (see above)")
+    parser.add_argument("--compare-pairs", type=int, default=6, help="pairs of processes for --baseline (default 6)")
+    parser.add_argument("--compare-seconds", type=float, default=1.5,
+                        help="CPU seconds per mode and process for --baseline (default 1.5)")
+    parser.add_argument("--compare-only", action="store_true", help="with --baseline: skip the tables")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        worker_main(args)
+        return
     global clock
     clock = CLOCKS[args.clock]
     modes = [m for m in args.modes.split(",") if m]
@@ -265,13 +392,17 @@ def main() -> None:
     report: dict[str, Any] = {"conditions": conditions(args), "rounds": [], "calls": []}
     cond = report["conditions"]
     if args.require_native and "gostop.engine.game" not in compiled_modules():
-        parser.error(f"the engine imported is not compiled ({sys.modules['gostop.engine.game'].__file__}): "
-                     "run make native and put build/native first on the path (PYTHONPATH=build/native python -P)")
+        parser.error(f"the engine imported is not compiled: {cond['engine']}")
     print(f"engine: {cond['engine']}")
     print(
         f"engine benchmark: Python {cond['python']} on {cond['machine']}, {cond['cpus']} cpus, "
         f"load {cond['load_average_1m_at_start']}; {cond['clock']}, median of {args.repeats} runs"
     )
+
+    if args.baseline and args.compare_only:
+        compare(args, report)
+        write_json(args, report)
+        return
 
     print(f"\nrandom-vs-random full rounds per second, one core ({args.seconds:g} s per run)")
     print(f"{'preset':<10}{'players':>8}" + "".join(f"{m + ' r/s':>16}" for m in modes) + f"{'steps/round':>13}")
@@ -317,6 +448,12 @@ def main() -> None:
                 "snapshot_bytes_mean": round(size, 1),
             })
 
+    if args.baseline:
+        compare(args, report)
+    write_json(args, report)
+
+
+def write_json(args: argparse.Namespace, report: dict[str, Any]) -> None:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)

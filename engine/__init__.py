@@ -7,7 +7,19 @@
 >>> state2, events = apply(state, legal_actions(state)[0])
 >>> state2.steps
 1
+
+``BUILD`` says which build runs: the modules compiled with mypyc, or the pure-Python sources
+(``native.py``; both behave the same).
 """
+
+from pathlib import Path as _Path
+
+from . import native as _native
+from .native import Build
+
+BUILD: Build = _native.select(_Path(__file__).parent)
+"""The engine build in use (``BUILD.kind``: ``mypyc`` or ``python``; ``BUILD.reason``: why)."""
+__path__[:0] = BUILD.path
 
 from .actions import (
     Action,
@@ -66,8 +78,10 @@ from .settlement import Bill, Factor, Payment, Settlement
 from .state import Phase, SeatState, State
 from .views import SPECTATOR, View, redact, redact_all, view
 
+_native.support_copy_and_pickle(__name__)
+
 __all__ = [
-    "CODE", "EVENT_TYPES", "FIELDS", "FORMAT_VERSION", "HIDDEN", "KIND", "MONTH", "NAME", "PI_VALUE",
+    "BUILD", "CODE", "EVENT_TYPES", "FIELDS", "FORMAT_VERSION", "HIDDEN", "KIND", "MONTH", "NAME", "PI_VALUE",
     "PRESETS", "PRESET_PLAYERS", "SPECTATOR", "Action", "Bill", "Bomb", "ChooseCapture",
     "ConvertGukjin", "CorruptSnapshot", "Deal", "DeclineGwangSale", "EngineError", "Event", "Factor",
     "FlipOnly", "Go", "IllegalAction", "InvalidDeal", "InvalidRules", "JoinRound", "KeepGukjin", "Kind",

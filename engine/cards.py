@@ -111,7 +111,10 @@ def mask_of(cards: Iterable[int]) -> int:
     >>> mask_of((0, 3, 50)) == 1 | 8 | 1 << 50
     True
     """
-    return sum(map(BIT.__getitem__, cards))
+    mask = 0
+    for c in cards:
+        mask += BIT[c]
+    return mask
 
 
 def month_name(month: int) -> str:

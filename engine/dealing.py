@@ -25,7 +25,7 @@ from .working import EMPTY_SCORE, Work, four_of_a_month, report_scores
 MAX_REDEALS = 1000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Deal:
     """An explicit deal: replaces the shuffle (tests, bug reports, duplicate deals).
 
@@ -36,6 +36,15 @@ class Deal:
     floor: tuple[int, ...]
     stock: tuple[int, ...]
     dealer: int
+
+    def __init__(
+        self,
+        hands: tuple[tuple[int, ...], ...], floor: tuple[int, ...], stock: tuple[int, ...], dealer: int,
+    ) -> None:
+        object.__setattr__(self, "hands", hands)
+        object.__setattr__(self, "floor", floor)
+        object.__setattr__(self, "stock", stock)
+        object.__setattr__(self, "dealer", dealer)
 
 
 # --------------------------------------------------------------------------- setup
@@ -74,7 +83,8 @@ def new_round(
         else:
             hands, floor, stock = _deal_cards(rules, dealer, rng.shuffled(deck(rules.bonus_cards)))
         w = Work.fresh(rules, seed, dealer, hands, floor, stock, carry)
-        w.emit(Dealt, dealer, tuple(s.hand for s in w.seats), tuple(floor), len(stock), carry)
+        if not w.quiet:
+            w.events.append(Dealt(dealer, tuple([s.hand for s in w.seats]), tuple(floor), len(stock), carry))
         resolve_bonuses(w, hands_too=rules.players != 4)
         why = _redeal_reason(w)
         if why is None:
@@ -163,9 +173,10 @@ def resolve_bonuses(w: Work, hands_too: bool, seats: Sequence[int] | None = None
                     if rep >= 0:
                         hand.append(rep)
                         again = again or is_bonus(rep)
-                    w.upd(seat, hand=tuple(sorted(hand)))
+                    w.mut(seat).hand = tuple(sorted(hand))
                     w.take(seat, (b,))
-                    w.emit(BonusCaptured, seat, b, "hand", rep)
+                    if not w.quiet:
+                        w.events.append(BonusCaptured(seat, b, "hand", rep))
         on_floor = [c for c in w.floor if c >= MONTH_CARDS] if w.floor and max(w.floor) >= MONTH_CARDS else []
         for b in on_floor:
             w.floor.remove(b)
@@ -174,7 +185,8 @@ def resolve_bonuses(w: Work, hands_too: bool, seats: Sequence[int] | None = None
                 w.floor.append(rep)
                 again = again or is_bonus(rep)
             w.take(w.dealer, (b,))
-            w.emit(BonusCaptured, w.dealer, b, "floor", rep)
+            if not w.quiet:
+                w.events.append(BonusCaptured(w.dealer, b, "floor", rep))
 
 
 def month_counts(cards: Sequence[int]) -> list[int]:
@@ -203,7 +215,8 @@ def chongtong(w: Work) -> bool:
     for seat in w.order():
         if four_of_a_month(w.seats[seat].hand):
             points = w.rules.chongtong_points
-            w.emit(InstantWin, seat, "chongtong", points)
+            if not w.quiet:
+                w.events.append(InstantWin(seat, "chongtong", points))
             finish_round(w, settle(w, seat, "instant_win", "chongtong", fixed=points))
             return True
     return False

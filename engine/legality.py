@@ -65,7 +65,7 @@ _FLIP_ONLY = FlipOnly()
 def _play_actions(state: State | Work) -> list[Action]:
     seat = state.seats[state.to_move]
     hand = seat.hand
-    out: list[Action] = list(map(_PLAY.__getitem__, hand))
+    out: list[Action] = [_PLAY[c] for c in hand]
     if state.rules.shake_bomb and len(hand) >= 3 and holds_three_of_a_month(hand):
         held = [0] * 13
         for c in hand:
@@ -99,18 +99,39 @@ def check(state: State, action: Action, seat: int | None = None) -> None:
 
     The single validation path of every action kind: ``apply`` calls it first.
     """
-    if state.phase is Phase.OVER:
+    phase = state.phase
+    if phase is Phase.PLAY and type(action) is PlayCard and (seat is None or seat == state.to_move):
+        # The commonest action, checked without listing: a plain play is legal iff held. Its
+        # fields are read untyped (getattr): they are not known to be well formed yet, and the
+        # compiled engine would reject a wrongly typed one before MalformedAction could.
+        card, shake = getattr(action, "card"), getattr(action, "shake")  # noqa: B009
+        if type(card) is int and not shake and card in state.seats[state.to_move].hand:
+            return
+    if phase is Phase.OVER:
         raise RoundOver("the round is over")
     action_id(action)  # raises MalformedAction for a malformed action
     if seat is not None and seat != state.to_move:
         raise NotYourTurn(f"it is seat {state.to_move}'s turn, not seat {seat}'s")
-    if state.phase is Phase.PLAY and type(action) is PlayCard and not action.shake:
-        # The commonest action, checked without listing: a plain play is legal iff held.
+    # ``action in legal_actions(state)``, without listing them where the phase's actions are few.
+    if phase is Phase.PLAY and type(action) is PlayCard and not getattr(action, "shake"):  # noqa: B009
         if action.card in state.seats[state.to_move].hand:
+            return
+    elif phase is Phase.CHOOSE_HAND or phase is Phase.CHOOSE_FLIP:
+        if type(action) is ChooseCapture and action.card in choice_cards(state):
+            return
+    elif phase in _PAIRS:
+        if type(action) in _PAIRS[phase]:
             return
     elif action in legal_actions(state):
         return
     raise IllegalAction(_explain(state, action))
+
+
+_PAIRS: dict[Phase, tuple[type, type]] = {
+    Phase.GO_STOP: (Go, Stop), Phase.GUKJIN: (KeepGukjin, ConvertGukjin), Phase.SIT_OUT: (JoinRound, SitOut),
+    Phase.GWANG_SALE: (DeclineGwangSale, SellGwang),
+}
+"""The phases whose legal actions are always the same two (``legal_actions``), by class."""
 
 
 def _explain(state: State, action: Action) -> str:

@@ -52,7 +52,7 @@ _SETS = tuple((mask, points) for mask, points in (
 ))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Score:
     """A seat's base score, broken down so that every point is explained.
 
@@ -75,6 +75,28 @@ class Score:
     pi: int = 0
     sseul: int = 0
 
+    def __init__(
+        self,
+        gwang_count: int = 0, has_bigwang: bool = False, yeol_count: int = 0, tti_count: int = 0, pi_value: int = 0,
+        sseul_count: int = 0, gwang: int = 0, yeol: int = 0, godori: int = 0, tti: int = 0, hongdan: int = 0,
+        cheongdan: int = 0, chodan: int = 0, pi: int = 0, sseul: int = 0,
+    ) -> None:
+        object.__setattr__(self, "gwang_count", gwang_count)
+        object.__setattr__(self, "has_bigwang", has_bigwang)
+        object.__setattr__(self, "yeol_count", yeol_count)
+        object.__setattr__(self, "tti_count", tti_count)
+        object.__setattr__(self, "pi_value", pi_value)
+        object.__setattr__(self, "sseul_count", sseul_count)
+        object.__setattr__(self, "gwang", gwang)
+        object.__setattr__(self, "yeol", yeol)
+        object.__setattr__(self, "godori", godori)
+        object.__setattr__(self, "tti", tti)
+        object.__setattr__(self, "hongdan", hongdan)
+        object.__setattr__(self, "cheongdan", cheongdan)
+        object.__setattr__(self, "chodan", chodan)
+        object.__setattr__(self, "pi", pi)
+        object.__setattr__(self, "sseul", sseul)
+
     @property
     def total(self) -> int:
         """The base score: every category added up."""
@@ -91,6 +113,18 @@ class Score:
             ("chodan", self.chodan), ("pi", self.pi), ("sseul", self.sseul),
         )
         return tuple((n, v) for n, v in items if v)
+
+
+def same_score(a: Score, b: Score) -> bool:
+    """``a == b``, field by field: the comparison of the engine's hot path (``ScoreChanged``). The
+    dataclass's own ``__eq__`` builds two tuples, and stays interpreted in the compiled engine."""
+    return a is b or (
+        a.gwang_count == b.gwang_count and a.has_bigwang == b.has_bigwang and a.yeol_count == b.yeol_count
+        and a.tti_count == b.tti_count and a.pi_value == b.pi_value and a.sseul_count == b.sseul_count
+        and a.gwang == b.gwang and a.yeol == b.yeol and a.godori == b.godori and a.tti == b.tti
+        and a.hongdan == b.hongdan and a.cheongdan == b.cheongdan and a.chodan == b.chodan and a.pi == b.pi
+        and a.sseul == b.sseul
+    )
 
 
 def pi_value(cards: Iterable[int], gukjin_converted: bool) -> int:

@@ -104,4 +104,5 @@ def settle(
 def finish_round(w: Work, settlement: Settlement) -> None:
     w.settlement = settlement
     w.phase, w.to_move, w.turn = Phase.OVER, -1, None
-    w.emit(RoundSettled, settlement)
+    if not w.quiet:
+        w.events.append(RoundSettled(settlement))

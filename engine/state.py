@@ -18,6 +18,8 @@ NO_STACK = -2
 """``State.stacks`` entry: no 뻑 stack of that month on the floor."""
 START_STACK = -1
 """``State.stacks`` entry: three cards of the month lay on the starting floor."""
+NO_SCORE = Score()
+"""``TurnContext.before`` by default: no cards."""
 
 
 class Phase(StrEnum):
@@ -39,7 +41,7 @@ class Phase(StrEnum):
     OVER = "over"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SeatState:
     """One seat's part of the round."""
 
@@ -68,8 +70,30 @@ class SeatState:
     active: bool = True
     """Plays this round (4 players: False for the seat sitting out)."""
 
+    def __init__(
+        self,
+        hand: tuple[int, ...] = (), captured: tuple[int, ...] = (), revealed: tuple[int, ...] = (),
+        shakes: tuple[int, ...] = (), bombs: tuple[int, ...] = (), spare_flips: int = 0, gos: int = 0,
+        last_go_base: int = 0, last_go_order: int = 0, turns: int = 0, ppeok_turns: tuple[int, ...] = (),
+        dry_turns: int = 0, sseul: int = 0, active: bool = True,
+    ) -> None:
+        object.__setattr__(self, "hand", hand)
+        object.__setattr__(self, "captured", captured)
+        object.__setattr__(self, "revealed", revealed)
+        object.__setattr__(self, "shakes", shakes)
+        object.__setattr__(self, "bombs", bombs)
+        object.__setattr__(self, "spare_flips", spare_flips)
+        object.__setattr__(self, "gos", gos)
+        object.__setattr__(self, "last_go_base", last_go_base)
+        object.__setattr__(self, "last_go_order", last_go_order)
+        object.__setattr__(self, "turns", turns)
+        object.__setattr__(self, "ppeok_turns", ppeok_turns)
+        object.__setattr__(self, "dry_turns", dry_turns)
+        object.__setattr__(self, "sseul", sseul)
+        object.__setattr__(self, "active", active)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class TurnContext:
     """A turn in progress, kept while it waits for a decision.
 
@@ -84,7 +108,7 @@ class TurnContext:
     month: int = 0
     last: bool = False
     """This is the seat's own last action."""
-    before: Score = Score()
+    before: Score = NO_SCORE
     """The mover's score when the turn began (to report the change)."""
     matched: int = 0
     held: tuple[int, ...] = ()
@@ -96,8 +120,28 @@ class TurnContext:
     ppeok: bool = False
     ttadak: bool = False
 
+    def __init__(
+        self,
+        seat: int, kind: str, card: int = -1, month: int = 0, last: bool = False, before: Score = NO_SCORE,
+        matched: int = 0, held: tuple[int, ...] = (), flipped: int = -1, taken: tuple[int, ...] = (),
+        steals: tuple[str, ...] = (), ppeok: bool = False, ttadak: bool = False,
+    ) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "card", card)
+        object.__setattr__(self, "month", month)
+        object.__setattr__(self, "last", last)
+        object.__setattr__(self, "before", before)
+        object.__setattr__(self, "matched", matched)
+        object.__setattr__(self, "held", held)
+        object.__setattr__(self, "flipped", flipped)
+        object.__setattr__(self, "taken", taken)
+        object.__setattr__(self, "steals", steals)
+        object.__setattr__(self, "ppeok", ppeok)
+        object.__setattr__(self, "ttadak", ttadak)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class PlayRecord:
     """One play of the round (a hand card, a 폭탄 or a 빈 내기), as every seat saw it.
 
@@ -115,8 +159,14 @@ class PlayRecord:
     piles: tuple[int, ...]
     """Per seat: the size of its captured pile before the play."""
 
+    def __init__(self, seat: int, action: int, floor: tuple[int, ...], piles: tuple[int, ...]) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "action", action)
+        object.__setattr__(self, "floor", floor)
+        object.__setattr__(self, "piles", piles)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class State:
     """A round of Go-Stop at one moment."""
 
@@ -145,6 +195,31 @@ class State:
     """Actions applied so far."""
     plays: tuple[PlayRecord, ...] = ()
     """Every play of the round so far, oldest first (public: see ``PlayRecord``)."""
+
+    def __init__(
+        self,
+        rules: Rules, seed: int, dealer: int, phase: Phase, to_move: int, seats: tuple[SeatState, ...],
+        floor: tuple[int, ...], stacks: tuple[int, ...], stock: tuple[int, ...], gukjin: str = "open",
+        turn: TurnContext | None = None, go_seq: int = 0, payments: tuple[Payment, ...] = (), carry: bool = False,
+        settlement: Settlement | None = None, steps: int = 0, plays: tuple[PlayRecord, ...] = (),
+    ) -> None:
+        object.__setattr__(self, "rules", rules)
+        object.__setattr__(self, "seed", seed)
+        object.__setattr__(self, "dealer", dealer)
+        object.__setattr__(self, "phase", phase)
+        object.__setattr__(self, "to_move", to_move)
+        object.__setattr__(self, "seats", seats)
+        object.__setattr__(self, "floor", floor)
+        object.__setattr__(self, "stacks", stacks)
+        object.__setattr__(self, "stock", stock)
+        object.__setattr__(self, "gukjin", gukjin)
+        object.__setattr__(self, "turn", turn)
+        object.__setattr__(self, "go_seq", go_seq)
+        object.__setattr__(self, "payments", payments)
+        object.__setattr__(self, "carry", carry)
+        object.__setattr__(self, "settlement", settlement)
+        object.__setattr__(self, "steps", steps)
+        object.__setattr__(self, "plays", plays)
 
     @property
     def over(self) -> bool:

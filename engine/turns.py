@@ -15,7 +15,6 @@ from .actions import (
     PlayCard,
     SellGwang,
     SitOut,
-    action_id,
 )
 from .cards import GUKJIN, KIND, MONTH, MONTH_CARDS, PI_VALUE, Kind, is_bonus
 from .dealing import chongtong, resolve_bonuses
@@ -55,10 +54,10 @@ def step(w: Work, action: Action) -> None:
     phase = w.phase
     if phase is Phase.PLAY:
         w.plays.append(
-            PlayRecord(w.to_move, action_id(action), tuple(w.floor), tuple([len(s.captured) for s in w.seats]))
+            PlayRecord(w.to_move, _play_id(action), tuple(w.floor), tuple([len(s.captured) for s in w.seats]))
         )
         if isinstance(action, PlayCard):
-            _play(w, action.card, action.shake)
+            _play(w, action.card, _shakes(action))
         elif isinstance(action, Bomb):
             _bomb(w, action.month)
         else:
@@ -80,21 +79,25 @@ def step(w: Work, action: Action) -> None:
         convert = isinstance(action, ConvertGukjin)
         final = convert or w.rules.gukjin == "on_capture"
         w.gukjin = "converted" if convert else ("kept" if final else "open")
-        w._scores.clear()
-        w.emit(GukjinDecided, w.to_move, convert, final)
+        for seat in range(len(w.seats)):
+            w.rescore(seat)
+        if not w.quiet:
+            w.events.append(GukjinDecided(w.to_move, convert, final))
         _finish_turn(w, Turn.thaw(w.turn))
     elif phase is Phase.GO_STOP:
         if isinstance(action, Go):
             _go(w)
         else:
             base = w.base(w.to_move)
-            w.emit(Stopped, w.to_move, base, False)
+            if not w.quiet:
+                w.events.append(Stopped(w.to_move, base, False))
             finish_round(w, settle(w, w.to_move, "stop", "stop"))
     elif phase is Phase.SIT_OUT:
         if isinstance(action, SitOut):
             _sit_out(w, w.to_move, forced=False)
         else:
-            w.emit(JoinedRound, w.to_move)
+            if not w.quiet:
+                w.events.append(JoinedRound(w.to_move))
             nxt = (w.to_move + 1) % 4
             if nxt == (w.dealer + 3) % 4:
                 _sit_out(w, nxt, forced=True)
@@ -106,6 +109,21 @@ def step(w: Work, action: Action) -> None:
         _begin_play(w)
 
 
+def _shakes(play: PlayCard) -> bool:
+    """``play.shake``, whatever value it holds (any truthy value declares 흔들기, as in the
+    interpreted engine; compiled code reading it as a ``bool`` would reject a ``1``)."""
+    return bool(getattr(play, "shake"))  # noqa: B009
+
+
+def _play_id(action: Action) -> int:
+    """``action_id`` of a legal play (``PlayCard``, ``Bomb`` or ``FlipOnly``), without its checks."""
+    if isinstance(action, PlayCard):
+        return action.card + 64 if _shakes(action) else action.card
+    if isinstance(action, Bomb):
+        return 128 + action.month
+    return 150
+
+
 # -------------------------------------------------------------------- 4 players
 
 
@@ -115,8 +133,10 @@ def sellable(hand: Sequence[int]) -> tuple[int, ...]:
 
 
 def _sit_out(w: Work, seat: int, forced: bool) -> None:
-    w.upd(seat, active=False)
-    w.emit(SatOut, seat, forced)
+    w.mut(seat).active = False
+    w.reorder()
+    if not w.quiet:
+        w.events.append(SatOut(seat, forced))
     if forced and sellable(w.seats[seat].hand):
         w.phase, w.to_move = Phase.GWANG_SALE, seat
     else:
@@ -126,7 +146,8 @@ def _sit_out(w: Work, seat: int, forced: bool) -> None:
 def _sell_gwang(w: Work, seat: int) -> None:
     cards = sellable(w.seats[seat].hand)
     price = w.rules.gwang_sale_price
-    w.emit(GwangSold, seat, cards, price)
+    if not w.quiet:
+        w.events.append(GwangSold(seat, cards, price))
     for payer in w.order():
         w.pay(Payment(payer, seat, price * len(cards), "gwang_sale"))
 
@@ -159,17 +180,20 @@ def _play(w: Work, card: int, shake: bool) -> None:
         shown = tuple(sorted(c for c in hand if MONTH[c] == m))
         me.revealed += tuple(c for c in shown if c != card)
         me.shakes += (m,)
-        w.emit(Shaken, seat, m, shown)
+        if not w.quiet:
+            w.events.append(Shaken(seat, m, shown))
     if card in me.revealed:
         me.revealed = tuple(c for c in me.revealed if c != card)
     i = hand.index(card)
     me.hand = hand[:i] + hand[i + 1:]
-    w.emit(CardPlayed, seat, card, shake)
+    if not w.quiet:
+        w.events.append(CardPlayed(seat, card, shake))
     matches = [c for c in w.floor if MONTH[c] == m]
     n = len(matches)
     if n == 0:
         w.floor.append(card)
-        w.emit(CardLaid, seat, card)
+        if not w.quiet:
+            w.events.append(CardLaid(seat, card))
         _after_play(w, ctx)
     elif n == 1:
         w.floor.remove(matches[0])
@@ -195,14 +219,13 @@ def _bomb(w: Work, month: int) -> None:
     spare = s.spare_flips + 2
     ctx = _start_turn(w, "bomb", len(s.hand) - 3, spare, month=month)
     ctx.matched = 1
-    w.upd(
-        seat,
-        hand=tuple(c for c in s.hand if MONTH[c] != month),
-        revealed=tuple(c for c in s.revealed if MONTH[c] != month),
-        bombs=s.bombs + (month,),
-        spare_flips=spare,
-    )
-    w.emit(Bombed, seat, month, cards, spare)
+    me = w.mut(seat)
+    me.hand = tuple([c for c in me.hand if MONTH[c] != month])
+    me.revealed = tuple([c for c in me.revealed if MONTH[c] != month])
+    me.bombs += (month,)
+    me.spare_flips = spare
+    if not w.quiet:
+        w.events.append(Bombed(seat, month, cards, spare))
     w.floor.remove(target)
     w.capture(ctx, (*cards, target))
     ctx.steals += ("bomb",)
@@ -213,8 +236,9 @@ def _flip_only(w: Work) -> None:
     seat = w.to_move
     left = w.seats[seat].spare_flips - 1
     ctx = _start_turn(w, "flip", len(w.seats[seat].hand), left)
-    w.upd(seat, spare_flips=left)
-    w.emit(FlipOnlyUsed, seat, left)
+    w.mut(seat).spare_flips = left
+    if not w.quiet:
+        w.events.append(FlipOnlyUsed(seat, left))
     _after_play(w, ctx)
 
 
@@ -224,7 +248,8 @@ def _take_stack(w: Work, ctx: Turn, month: int) -> None:
     w.stacks[month] = NO_STACK
     if maker >= 0:
         own = maker == ctx.seat
-        w.emit(PpeokRecaptured, ctx.seat, month, maker, own)
+        if not w.quiet:
+            w.events.append(PpeokRecaptured(ctx.seat, month, maker, own))
         ctx.steals += ("jappeok", "jappeok") if own else ("ppeok",)
 
 
@@ -234,10 +259,12 @@ def _after_play(w: Work, ctx: Turn) -> None:
     flipped = -1
     while w.stock:
         c = w.stock.pop(0)
-        w.emit(CardFlipped, seat, c)
+        if not w.quiet:
+            w.events.append(CardFlipped(seat, c))
         if c >= MONTH_CARDS:  # a bonus card
             w.capture(ctx, (c,), event=False)
-            w.emit(BonusCaptured, seat, c, "flip", -1)
+            if not w.quiet:
+                w.events.append(BonusCaptured(seat, c, "flip", -1))
             continue
         flipped = c
         break
@@ -255,7 +282,8 @@ def _after_play(w: Work, ctx: Turn) -> None:
             w.floor.remove(ctx.card)
             w.capture(ctx, (flipped, ctx.card))
             steals = not (ctx.last and "jjok" in r.last_turn_no_steal)
-            w.emit(Jjok, seat, m, steals)
+            if not w.quiet:
+                w.events.append(Jjok(seat, m, steals))
             if steals:
                 ctx.steals += ("jjok",)
         elif ctx.matched == 1:  # 뻑
@@ -266,10 +294,10 @@ def _after_play(w: Work, ctx: Turn) -> None:
                 stack = (*ctx.held, flipped)
                 w.floor.extend(stack)
                 w.stacks[m] = seat
-                s = w.seats[seat]
-                made = s.ppeok_turns + (s.turns,)
-                w.upd(seat, ppeok_turns=made)
-                w.emit(PpeokFormed, seat, m, stack, len(made))
+                me = w.mut(seat)
+                me.ppeok_turns += (me.turns,)
+                if not w.quiet:
+                    w.events.append(PpeokFormed(seat, m, stack, len(me.ppeok_turns)))
                 ctx.held, ctx.ppeok = (), True
         else:  # 따닥
             other = next(c for c in w.floor if MONTH[c] == m)
@@ -277,7 +305,8 @@ def _after_play(w: Work, ctx: Turn) -> None:
             w.capture(ctx, (*ctx.held, other, flipped))
             ctx.held = ()
             steals = not (ctx.last and "ttadak" in r.last_turn_no_steal)
-            w.emit(Ttadak, seat, m, steals)
+            if not w.quiet:
+                w.events.append(Ttadak(seat, m, steals))
             ctx.ttadak = True
             if steals:
                 ctx.steals += ("ttadak",)
@@ -290,7 +319,8 @@ def _after_play(w: Work, ctx: Turn) -> None:
     n = len(matches)
     if n == 0:
         w.floor.append(flipped)
-        w.emit(CardLaid, seat, flipped)
+        if not w.quiet:
+            w.events.append(CardLaid(seat, flipped))
     elif n == 1:
         w.floor.remove(matches[0])
         w.capture(ctx, (flipped, matches[0]))
@@ -313,11 +343,14 @@ def _settle_turn(w: Work, ctx: Turn) -> None:
     seat = ctx.seat
     if not w.floor and any(not is_bonus(c) for c in ctx.taken):
         if r.sseul_mode == "point":
-            w.upd(seat, sseul=w.seats[seat].sseul + 1)
-            w.emit(Sseul, seat, False, 1)
+            w.mut(seat).sseul += 1
+            w.rescore(seat)
+            if not w.quiet:
+                w.events.append(Sseul(seat, False, 1))
         else:
             steals = not (ctx.last and "sseul" in r.last_turn_no_steal)
-            w.emit(Sseul, seat, steals, 0)
+            if not w.quiet:
+                w.events.append(Sseul(seat, steals, 0))
             if steals:
                 ctx.steals += ("sseul",)
     if ctx.steals:
@@ -365,10 +398,12 @@ def _steal(w: Work, seat: int, victim: int, reasons: tuple[str, ...]) -> None:
             break
         pile.remove(best)
         taken.append(best)
-    w.upd(victim, captured=tuple(pile))
+    w.mut(victim).captured = tuple(pile)
+    w.rescore(victim)
     if taken:
-        w.upd(seat, captured=w.seats[seat].captured + tuple(taken))
-    w.emit(PiStolen, seat, victim, tuple(taken), len(reasons), reasons)
+        w.take(seat, tuple(taken))
+    if not w.quiet:
+        w.events.append(PiStolen(seat, victim, tuple(taken), len(reasons), reasons))
     if before is not None:
         report_score(w, victim, before)
 
@@ -383,22 +418,26 @@ def _finish_turn(w: Work, ctx: Turn) -> None:
     report_score(w, seat, ctx.before)
     if ctx.ppeok and len(s.ppeok_turns) == 3 and r.three_ppeok != "none":
         if r.three_ppeok == "win":
-            w.emit(InstantWin, seat, "three_ppeok", r.three_ppeok_points)
+            if not w.quiet:
+                w.events.append(InstantWin(seat, "three_ppeok", r.three_ppeok_points))
             finish_round(w, settle(w, seat, "instant_win", "three_ppeok", fixed=r.three_ppeok_points))
         else:
-            w.emit(InstantLoss, seat, "three_ppeok")
+            if not w.quiet:
+                w.events.append(InstantLoss(seat, "three_ppeok"))
             others = [o for o in w.order() if o != seat]
             winner = max(others, key=lambda o: _final_score(w, o))
             finish_round(w, settle(w, winner, "instant_loss", "three_ppeok", minimum=r.go_threshold))
         return
     if r.heodang and s.dry_turns >= r.heodang_turns:
-        w.emit(InstantWin, seat, "heodang", r.heodang_points)
+        if not w.quiet:
+            w.events.append(InstantWin(seat, "heodang", r.heodang_points))
         finish_round(w, settle(w, seat, "instant_win", "heodang", fixed=r.heodang_points))
         return
     base = w.base(seat)
     if base >= r.go_threshold and (s.gos == 0 or base > s.last_go_base):
         if not w.has_turn_left(seat) and r.last_action_go == "auto_stop":
-            w.emit(Stopped, seat, base, True)
+            if not w.quiet:
+                w.events.append(Stopped(seat, base, True))
             finish_round(w, settle(w, seat, "stop", "stop"))
             return
         w.phase, w.to_move = Phase.GO_STOP, seat
@@ -413,15 +452,18 @@ def _final_score(w: Work, seat: int) -> int:
 
 def _go(w: Work) -> None:
     seat = w.to_move
-    gos = w.seats[seat].gos + 1
     base = w.base(seat)
     w.go_seq += 1
-    w.upd(seat, gos=gos, last_go_base=base, last_go_order=w.go_seq)
-    w.emit(WentGo, seat, gos, base)
+    me = w.mut(seat)
+    me.gos += 1
+    me.last_go_base, me.last_go_order = base, w.go_seq
+    if not w.quiet:
+        w.events.append(WentGo(seat, me.gos, base))
     if w.rules.last_action_go == "allowed" and not any(
         w.has_turn_left(o) for o in w.order() if o != seat
     ):
-        w.emit(Stopped, seat, base, True)
+        if not w.quiet:
+            w.events.append(Stopped(seat, base, True))
         finish_round(w, settle(w, seat, "stop", "last_go"))
         return
     _advance(w, seat)
@@ -450,8 +492,10 @@ def _exhausted(w: Work) -> None:
             if len(best) == 1:
                 finish_round(w, settle(w, best[0], "best_score", "cards_exhausted"))
                 return
-            w.emit(Nagari, "tied_scores")
+            if not w.quiet:
+                w.events.append(Nagari("tied_scores"))
             finish_round(w, settle(w, -1, "nagari", "tied_scores"))
             return
-    w.emit(Nagari, "cards_exhausted")
+    if not w.quiet:
+        w.events.append(Nagari("cards_exhausted"))
     finish_round(w, settle(w, -1, "nagari", "cards_exhausted"))

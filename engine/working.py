@@ -4,10 +4,8 @@ frozen states, and the card masks and scores it keeps current.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import fields
-from operator import attrgetter
-from typing import Any
 
 from .cards import MONTH_CARDS, mask_of
 from .events import (
@@ -17,7 +15,7 @@ from .events import (
     ScoreChanged,
 )
 from .rules import Rules
-from .scoring import Score, mask_score, mask_total
+from .scoring import Score, mask_score, mask_total, same_score
 from .settlement import Payment, Settlement
 from .state import NO_STACK, Phase, PlayRecord, SeatState, State, TurnContext
 
@@ -62,8 +60,8 @@ def report_score(w: Work, seat: int, before: Score) -> None:
     if w.quiet:
         return
     now = w.score(seat)
-    if now != before:
-        w.emit(ScoreChanged, seat, now, now.total)
+    if not same_score(now, before):
+        w.events.append(ScoreChanged(seat, now, now.total))
 
 
 # ------------------------------------------------------------------ working copy
@@ -141,19 +139,21 @@ class Turn:
         return ctx
 
     def freeze(self) -> TurnContext:
-        return TurnContext(*_turn_values(self))
-
-
-_turn_values = attrgetter(*_TURN_FIELDS)
-"""The fields of a ``TurnContext`` (or a ``Turn``) as a tuple, in declaration order."""
-assert _TURN_FIELDS == (
-    "seat", "kind", "card", "month", "last", "before", "matched", "held", "flipped", "taken", "steals",
-    "ppeok", "ttadak",
-), "Turn.freeze passes TurnContext's fields in order"
+        return TurnContext(
+            self.seat, self.kind, self.card, self.month, self.last, self.before, self.matched, self.held,
+            self.flipped, self.taken, self.steals, self.ppeok, self.ttadak,
+        )
 
 
 class Work:
-    """A mutable working copy of a state for the duration of one step."""
+    """A mutable working copy of a state for the duration of one step (``apply``) or of a whole
+    round (``Playout``).
+
+    ``seats`` holds each seat's frozen ``SeatState`` until a step changes it (``mut``), then its
+    mutable twin; ``freeze`` rebuilds only the changed seats and shares the others. ``events``
+    collects the step's events unless ``quiet`` (a playout builds none: every event is built
+    under ``if not w.quiet``).
+    """
 
     __slots__ = (
         "_order",
@@ -177,105 +177,88 @@ class Work:
         "to_move",
         "turn",
     )
-    rules: Rules
-    seed: int
-    dealer: int
-    phase: Phase
-    to_move: int
-    seats: list[SeatState | _Seat]
-    floor: list[int]
-    stacks: list[int]
-    stock: list[int]
-    gukjin: str
-    turn: TurnContext | None
-    go_seq: int
-    payments: list[Payment]
-    carry: bool
-    settlement: Settlement | None
-    plays: list[PlayRecord]
 
-    def __init__(self) -> None:
+    def __init__(
+        self, rules: Rules, seed: int, dealer: int, phase: Phase, to_move: int, seats: list[SeatState | _Seat],
+        floor: list[int], stacks: list[int], stock: list[int], gukjin: str, turn: TurnContext | None,
+        go_seq: int, payments: list[Payment], carry: bool, settlement: Settlement | None,
+        plays: list[PlayRecord],
+    ) -> None:
+        self.rules, self.seed, self.dealer, self.phase, self.to_move = rules, seed, dealer, phase, to_move
+        self.seats, self.floor, self.stacks, self.stock = seats, floor, stacks, stock
+        self.gukjin, self.turn, self.go_seq, self.payments = gukjin, turn, go_seq, payments
+        self.carry, self.settlement, self.plays = carry, settlement, plays
         self.events: list[Event] = []
         self.quiet = False
-        self._scores: dict[int, Score] = {}
+        self._scores: list[Score | None] = [None] * len(seats)
+        """Each seat's score while its pile and 쓸 count are unchanged (``None``: not known)."""
         self._order: tuple[int, ...] | None = None
-
-    def emit(self, kind: Callable[..., Event], *args: Any) -> None:
-        """Record an event (not even built when the copy is ``quiet``: playouts)."""
-        if not self.quiet:
-            self.events.append(kind(*args))
 
     @classmethod
     def of(cls, s: State) -> Work:
-        w = cls()
-        w.rules, w.seed, w.dealer, w.phase, w.to_move = s.rules, s.seed, s.dealer, s.phase, s.to_move
-        w.seats, w.floor, w.stacks, w.stock = list(s.seats), list(s.floor), list(s.stacks), list(s.stock)
-        w.gukjin, w.turn, w.go_seq, w.payments = s.gukjin, s.turn, s.go_seq, list(s.payments)
-        w.carry, w.settlement, w.plays = s.carry, s.settlement, list(s.plays)
-        return w
+        return cls(
+            s.rules, s.seed, s.dealer, s.phase, s.to_move, list(s.seats), list(s.floor), list(s.stacks),
+            list(s.stock), s.gukjin, s.turn, s.go_seq, list(s.payments), s.carry, s.settlement, list(s.plays),
+        )
 
     @classmethod
     def fresh(
         cls, rules: Rules, seed: int, dealer: int, hands: list[list[int]], floor: list[int],
         stock: list[int], carry: bool,
     ) -> Work:
-        w = cls()
-        w.rules, w.seed, w.dealer, w.phase, w.to_move = rules, seed, dealer, Phase.PLAY, dealer
-        w.seats = [SeatState(hand=tuple(sorted(h))) for h in hands]
-        w.floor, w.stacks, w.stock = floor, [NO_STACK] * 13, stock
-        w.gukjin, w.turn, w.go_seq, w.payments = "open", None, 0, []
-        w.carry, w.settlement, w.plays = carry, None, []
-        return w
+        seats: list[SeatState | _Seat] = [SeatState(hand=tuple(sorted(h))) for h in hands]
+        return cls(
+            rules, seed, dealer, Phase.PLAY, dealer, seats, floor, [NO_STACK] * 13, stock, "open", None, 0, [],
+            carry, None, [],
+        )
 
     def freeze(self, steps: int) -> State:
         return State(
-            rules=self.rules, seed=self.seed, dealer=self.dealer, phase=self.phase,
-            to_move=self.to_move,
-            seats=tuple([s.freeze() if isinstance(s, _Seat) else s for s in self.seats]),
-            floor=tuple(self.floor), stacks=tuple(self.stacks), stock=tuple(self.stock),
-            gukjin=self.gukjin, turn=self.turn, go_seq=self.go_seq, payments=tuple(self.payments),
-            carry=self.carry, settlement=self.settlement, steps=steps, plays=tuple(self.plays),
+            self.rules, self.seed, self.dealer, self.phase, self.to_move,
+            tuple([s.freeze() if isinstance(s, _Seat) else s for s in self.seats]),
+            tuple(self.floor), tuple(self.stacks), tuple(self.stock), self.gukjin, self.turn, self.go_seq,
+            tuple(self.payments), self.carry, self.settlement, steps, tuple(self.plays),
         )
 
-    def upd(self, seat: int, **changes: object) -> None:
-        s = self.seats[seat]
-        if not isinstance(s, _Seat):
-            s = self.seats[seat] = _Seat(s)
-        for name, value in changes.items():
-            setattr(s, name, value)
-        if "captured" in changes or "sseul" in changes:
-            self._scores.pop(seat, None)
-        if "active" in changes:
-            self._order = None
-
     def mut(self, seat: int) -> _Seat:
-        """The seat as a mutable record (callers changing ``captured`` use ``take``)."""
+        """The seat as a mutable record (callers changing ``captured`` or ``sseul`` call ``rescore``,
+        ``active``: ``reorder``)."""
         s = self.seats[seat]
-        if type(s) is _Seat:
+        if isinstance(s, _Seat):
             return s
-        m = self.seats[seat] = _Seat(s)  # type: ignore[arg-type]
+        m = _Seat(s)
+        self.seats[seat] = m
         return m
+
+    def rescore(self, seat: int) -> None:
+        """The seat's pile or 쓸 count changed: its score is to be computed again."""
+        self._scores[seat] = None
+
+    def reorder(self) -> None:
+        """A seat joined or left the round: the turn order is to be computed again."""
+        self._order = None
 
     def take(self, seat: int, cards: tuple[int, ...]) -> None:
         m = self.mut(seat)
         m.captured += cards
-        self._scores.pop(seat, None)
+        self._scores[seat] = None
 
     def capture(self, ctx: Turn, cards: tuple[int, ...], event: bool = True) -> None:
         seat = ctx.seat
         m = self.mut(seat)
         m.captured += cards
-        self._scores.pop(seat, None)
+        self._scores[seat] = None
         if event and not self.quiet:
             self.events.append(Captured(seat, cards))
         ctx.taken += cards
 
     def pay(self, payment: Payment) -> None:
         self.payments.append(payment)
-        self.emit(InstantPaid, payment)
+        if not self.quiet:
+            self.events.append(InstantPaid(payment))
 
     def score(self, seat: int) -> Score:
-        cached = self._scores.get(seat)
+        cached = self._scores[seat]
         if cached is None:
             s = self.seats[seat]
             cached = pile_score(s.captured, self.gukjin == "converted", s.sseul)
@@ -284,18 +267,19 @@ class Work:
 
     def base(self, seat: int) -> int:
         """The seat's base score (``score(seat).total``), without building a ``Score``."""
-        cached = self._scores.get(seat)
+        cached = self._scores[seat]
         if cached is not None:
             return cached.total
         s = self.seats[seat]
         return mask_total(mask_of(s.captured), self.gukjin == "converted", s.sseul)
 
     def order(self) -> tuple[int, ...]:
-        if self._order is None:
+        order = self._order
+        if order is None:
             seats = self.seats
             turns = _TURN_ORDER[len(seats)][self.dealer]
-            self._order = tuple([s for s in turns if seats[s].active])
-        return self._order
+            order = self._order = tuple([s for s in turns if seats[s].active])
+        return order
 
     def has_turn_left(self, seat: int) -> bool:
         s = self.seats[seat]

@@ -4,11 +4,14 @@ and extras that mean what they say.
 The wheel is built from a copy of the sources without any generated code (the build must make it),
 then installed into fresh virtual environments (dependencies from the package index): alone, it
 gives the engine, the wire layer, the clients and the bots, and says which extra serving needs;
-with ``[server]``, ``gostop serve`` answers Health and stops on SIGTERM.
+with ``[server]``, ``gostop serve`` answers Health and stops on SIGTERM. Where a C compiler is
+present the wheel's engine is compiled with mypyc and the installed engine runs compiled; with
+``GOSTOP_PURE_PYTHON=1`` the build makes a pure-Python wheel (setup.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -23,23 +26,26 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+import setup
 from testkit.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+COMPILED = setup.why_not_compiled() is None
+"""The build compiles the engine here (a C compiler, mypyc: setup.py's own answer)."""
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "proto", "scripts/gen_proto.py", "engine",
            "service", "clients/python")
 
 
 def IGNORE(folder: str, names: list[str]) -> set[str]:
-    """Caches, the examples, and the generated code of a work tree (clients/python/gostop/v1)."""
-    skipped = {n for n in names if n == "__pycache__" or n.endswith(".pyc") or n == "examples"}
+    """Caches, the examples, and the generated code of a work tree (clients/python/gostop/v1, the
+    compiled engine)."""
+    skipped = {n for n in names if n in ("__pycache__", "examples", "_compiled") or n.endswith(".pyc")}
     if Path(folder).name == "gostop" and Path(folder).parent.name == "python":
         skipped |= {"v1"} & set(names)
     return skipped
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def build_wheel(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
     source = tmp_path_factory.mktemp("src")
     for name in SOURCES:
         target = source / name
@@ -51,10 +57,41 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert not list(source.rglob("*_pb2.py")), "the copy must hold no generated code"
     out = tmp_path_factory.mktemp("dist")
     result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                             "--wheel-dir", str(out), str(source)], capture_output=True, text=True, timeout=300)
+                             "--wheel-dir", str(out), str(source)], capture_output=True, text=True, timeout=900,
+                            env={**os.environ, **env})
     assert result.returncode == 0, result.stdout + result.stderr
     [built] = out.glob("gostop-*.whl")
     return built
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(tmp_path_factory, {"GOSTOP_PURE_PYTHON": ""})
+
+
+def dist_info(wheel: Path) -> str:
+    return "-".join(wheel.name.split("-")[:2]) + ".dist-info"
+
+
+def test_the_wheel_s_engine_is_compiled_where_a_compiler_is(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    manifest = "gostop/engine/_compiled/manifest.json"
+    if not COMPILED:
+        assert wheel.name.endswith("-py3-none-any.whl") and manifest not in names
+        return
+    assert not wheel.name.endswith("-none-any.whl"), "a wheel with extension modules is for one platform"
+    layout = json.loads(zipfile.ZipFile(wheel).read(manifest))
+    top = f"gostop/engine/_compiled/{layout['dir']}"
+    suffix = layout["ext_suffix"]
+    assert f"{top}/{layout['library']}{suffix}" in names
+    assert {f"{top}/gostop/engine/{m}{suffix}" for m in layout["compiled"]} <= names
+    assert "gostop/engine/game.py" in names, "the sources ship too (the same behaviour, pure Python)"
+
+
+def test_without_the_compiler_the_wheel_is_pure_python(tmp_path_factory: pytest.TempPathFactory) -> None:
+    pure = build_wheel(tmp_path_factory, {"GOSTOP_PURE_PYTHON": "1"})
+    assert pure.name.endswith("-py3-none-any.whl")
+    assert not [n for n in zipfile.ZipFile(pure).namelist() if "_compiled" in n or n.endswith(".so")]
 
 
 def venv(path: Path, requirement: str) -> Path:
@@ -69,7 +106,7 @@ def venv(path: Path, requirement: str) -> Path:
 def test_the_wheel_is_one_namespace_with_its_generated_code(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names}
-    assert tops == {"gostop", wheel.name.split("-py3")[0] + ".dist-info"}, tops
+    assert tops == {"gostop", dist_info(wheel)}, tops
     for module in ("gostop/v1/__init__.py", "gostop/v1/game_pb2.py", "gostop/v1/game_pb2_grpc.py",
                    "gostop/v1/bot_pb2.py", "gostop/v1/bot_pb2_grpc.py", "gostop/v1/bot_pb2.pyi",
                    "gostop/v1/game_pb2.pyi", "gostop/v1/game_connect.py", "gostop/service/http.py",
@@ -85,7 +122,7 @@ def test_the_wheel_is_one_namespace_with_its_generated_code(wheel: Path) -> None
     assert sorted(sources - set(names)) == [], "modules missing from the wheel (pyproject.toml's packages)"
     grpc_module = zipfile.ZipFile(wheel).read("gostop/v1/game_pb2_grpc.py").decode()
     assert "from gostop.v1 import game_pb2" in grpc_module, "generated as the proto package implies"
-    info = wheel.name.split("-py3")[0] + ".dist-info"
+    info = dist_info(wheel)
     entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
     assert "gostop = gostop.tools.cli:main" in entry_points
     metadata = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
@@ -101,6 +138,7 @@ def test_the_wheel_is_one_namespace_with_its_generated_code(wheel: Path) -> None
 ALONE = """
 import importlib
 import gostop.engine, gostop.wire.convert, gostop.client, gostop.bots, gostop.tools.bot
+print("engine:", gostop.engine.BUILD.kind, gostop.engine.BUILD.reason)
 from gostop.bots import make_bot
 from gostop.engine import Rules, new_round, view
 state, _ = new_round(Rules.preset("standard"), seed=1)
@@ -127,6 +165,7 @@ def test_the_wheel_alone_gives_engine_client_and_bots(wheel: Path, tmp_path: Pat
     result = subprocess.run([str(bin_ / "python"), "-I", "-c", ALONE], cwd=tmp_path, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert f"engine: {'mypyc' if COMPILED else 'python'} " in result.stdout, result.stdout
     assert "gostop.service needs the [server] extra" in result.stdout
     assert "pip install 'gostop[server]'" in result.stdout
     demo = subprocess.run([str(bin_ / "gostop"), "demo", "--seed", "3"], cwd=tmp_path, capture_output=True, text=True,
