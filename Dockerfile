@@ -37,13 +37,19 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
 # Build tools and the code generator first (their own layer: they change less often than the code).
-# grpcio-tools (pinned as in pyproject.toml) generates the gRPC code during the build below.
+# grpcio-tools (pinned as in pyproject.toml) generates the gRPC code during the build below; mypy's
+# mypyc (pinned likewise) compiles the engine's hot modules with the C compiler installed here
+# (setup.py). The runtime stage has no compiler: the compiled modules need none.
 ARG PIP_VERSION=26.3
 ARG SETUPTOOLS_VERSION=84.2.1
 ARG WHEEL_VERSION=0.46.3
 ARG GRPCIO_TOOLS_VERSION=1.85.1
+ARG MYPY_VERSION=2.4.1
+# hadolint ignore=DL3008
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 RUN pip install "pip==${PIP_VERSION}" "setuptools==${SETUPTOOLS_VERSION}" "wheel==${WHEEL_VERSION}" \
-    "grpcio-tools==${GRPCIO_TOOLS_VERSION}"
+    "grpcio-tools==${GRPCIO_TOOLS_VERSION}" "mypy==${MYPY_VERSION}"
 COPY pyproject.toml setup.py MANIFEST.in README.md ./
 COPY proto ./proto
 COPY scripts/gen_proto.py ./scripts/gen_proto.py
@@ -53,9 +59,10 @@ COPY clients/python ./clients/python
 COPY --from=web /src/clients/python/gostop/web ./clients/python/gostop/web
 # Build and install with the tools installed above (no build isolation: nothing fetched at build
 # time beyond the dependencies), then import from the venv (-I: not from /src) to prove it was
-# installed, the web table with it (the server serves it at / of the HTTP port).
+# installed, its engine compiled, the web table with it (the server serves it at / of the HTTP port).
 RUN pip install --no-build-isolation './[server]' \
     && python -I -c "import gostop.v1.game_pb2_grpc, gostop.service.server, gostop.engine" \
+    && python -I -c "import gostop.engine as e; assert e.BUILD.compiled, e.BUILD.reason" \
     && python -I -c "from gostop.service.http import web_root; assert web_root(), 'no web table'" \
     && gostop settings > /dev/null
 # gostop-healthcheck [SERVICE]: the probe of HEALTHCHECK (and of the Helm chart when the server
