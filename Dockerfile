@@ -37,19 +37,26 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
 # Build tools and the code generator first (their own layer: they change less often than the code).
-# grpcio-tools (pinned as in pyproject.toml) generates the gRPC code during the build below; mypy's
-# mypyc (pinned likewise) compiles the engine's hot modules with the C compiler installed here
-# (setup.py). The runtime stage has no compiler: the compiled modules need none.
+# grpcio-tools (pinned as in pyproject.toml) generates the gRPC code during the build below, and
+# protoc-gen-connectrpc (likewise) the Connect services of the HTTP port; mypy's mypyc (likewise)
+# compiles the engine's hot modules with the C compiler installed here (setup.py). The runtime stage
+# has no compiler: the compiled modules need none.
 ARG PIP_VERSION=26.3
 ARG SETUPTOOLS_VERSION=84.2.1
 ARG WHEEL_VERSION=0.46.3
 ARG GRPCIO_TOOLS_VERSION=1.85.1
 ARG MYPY_VERSION=2.4.1
+ARG CONNECTRPC_VERSION=0.13.0
+# The official Python images carry Python's headers; a Python of Debian's packages (a base made with
+# mmdebstrap, see docs/kubernetes.md) has them in libpython3.X-dev, installed here when missing.
 # hadolint ignore=DL3008
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && if [ ! -f "$(python -c 'import sysconfig; print(sysconfig.get_path("include"))')/Python.h" ]; then \
+        apt-get install -y --no-install-recommends \
+        "libpython$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev"; fi \
     && rm -rf /var/lib/apt/lists/*
 RUN pip install "pip==${PIP_VERSION}" "setuptools==${SETUPTOOLS_VERSION}" "wheel==${WHEEL_VERSION}" \
-    "grpcio-tools==${GRPCIO_TOOLS_VERSION}" "mypy==${MYPY_VERSION}"
+    "grpcio-tools==${GRPCIO_TOOLS_VERSION}" "protoc-gen-connectrpc==${CONNECTRPC_VERSION}" "mypy==${MYPY_VERSION}"
 COPY pyproject.toml setup.py MANIFEST.in README.md ./
 COPY proto ./proto
 COPY scripts/gen_proto.py ./scripts/gen_proto.py
@@ -64,6 +71,14 @@ RUN pip install --no-build-isolation './[server]' \
     && python -I -c "import gostop.v1.game_pb2_grpc, gostop.service.server, gostop.engine" \
     && python -I -c "import gostop.engine as e; assert e.BUILD.compiled, e.BUILD.reason" \
     && python -I -c "from gostop.service.http import web_root; assert web_root(), 'no web table'" \
+    && gostop settings > /dev/null
+# The build tools leave the venv, which the final stage copies whole: the code generators (grpcio-tools
+# carries protoc, a compiler), mypy (mypyc, a compiler) and the packages only it uses, setuptools and
+# wheel. pip stays, for images built on this one (plugin bots installed beside the server). The
+# server, its engine compiled, must still start without them.
+RUN pip uninstall --yes grpcio-tools protoc-gen-connectrpc mypy ast-serialize pathspec setuptools wheel \
+    && python -I -c "import gostop.v1.game_pb2_grpc, gostop.service.server, gostop.engine" \
+    && python -I -c "import gostop.engine as e; assert e.BUILD.compiled, e.BUILD.reason" \
     && gostop settings > /dev/null
 # gostop-healthcheck [SERVICE]: the probe of HEALTHCHECK (and of the Helm chart when the server
 # serves TLS, which the kubelet's gRPC probes cannot speak): grpc.health.v1 Check of SERVICE

@@ -103,6 +103,27 @@ helm-tools: $(HELM_TOOLS)
 		echo "installing strace (Debian package)"; \
 		$(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q strace; }
 
+# The container image built and run for real (tests/deploy/test_image.py, docs/kubernetes.md "The
+# image"): buildah and mmdebstrap (Debian packages) make the base images locally and build the
+# Dockerfile, no registry needed. Where apt-get cannot install them the reason is kept in a stamp
+# and the image tests are skipped with it. make image-test runs those tests alone.
+IMAGE_TOOLS_UNAVAILABLE := .tools/stamps/image-tools-unavailable
+
+.PHONY: image-tools image-test
+image-tools:
+	@if command -v buildah >/dev/null 2>&1 && command -v mmdebstrap >/dev/null 2>&1; then \
+		rm -f $(IMAGE_TOOLS_UNAVAILABLE); \
+	else \
+		echo "installing buildah and mmdebstrap (Debian packages; the image test)"; \
+		mkdir -p .tools/stamps; \
+		if { $(SUDO) apt-get install -y -q buildah mmdebstrap || { $(SUDO) apt-get update -q && \
+			$(SUDO) apt-get install -y -q buildah mmdebstrap; }; }; then rm -f $(IMAGE_TOOLS_UNAVAILABLE); \
+		else echo "apt-get could not install buildah and mmdebstrap (Debian packages)" > $(IMAGE_TOOLS_UNAVAILABLE); fi; \
+	fi
+
+image-test: $(PB) helm-tools image-tools
+	$(PY) -m pytest tests/deploy/test_image.py $(ARGS)
+
 # make run serves the web table too when npm is there to build it (without npm the server answers
 # "/" with a page that says how to build it).
 HAVE_NPM := $(shell command -v npm >/dev/null 2>&1 && echo yes)
@@ -121,7 +142,7 @@ demo: $(STAMP) $(ENGINE)
 ENGINE_TESTS := tests/engine tests/contract/test_conformance_python.py clients/python/gostop/engine
 ENGINE_EXPECTED = $$($(PY) -c 'import setup; print("python" if setup.why_not_compiled() else "mypyc")')
 
-test: $(PB) $(ENGINE) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-tools chromium $(WEB_IF_NPM)
+test: $(PB) $(ENGINE) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-tools image-tools chromium $(WEB_IF_NPM)
 	$(PY) -m ruff check engine service clients/python tests scripts bench setup.py conftest.py
 	$(PY) -m mypy
 	$(BUF) lint proto
