@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from .cards import CODE, MONTH, MONTH_CARDS, deck, is_bonus
 from .errors import InvalidDeal
@@ -22,7 +23,7 @@ from .settle import finish_round, settle
 from .state import START_STACK, Phase, State
 from .working import EMPTY_SCORE, Work, four_of_a_month, report_scores
 
-MAX_REDEALS = 1000
+MAX_REDEALS: Final = 1000
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -4,6 +4,8 @@ precisely why it is illegal.
 
 from __future__ import annotations
 
+from typing import Final
+
 from .actions import (
     Action,
     Bomb,
@@ -56,10 +58,10 @@ def legal_action_ids(state: State) -> list[int]:
     return [action_id(a) for a in legal_actions(state)]
 
 
-_PLAY = tuple(PlayCard(c) for c in range(ALL_CARDS))
-_SHAKE = tuple(PlayCard(c, shake=True) for c in range(ALL_CARDS))
-_BOMB = tuple(Bomb(m) if m else None for m in range(13))
-_FLIP_ONLY = FlipOnly()
+_PLAY: Final = tuple(PlayCard(c) for c in range(ALL_CARDS))
+_SHAKE: Final = tuple(PlayCard(c, shake=True) for c in range(ALL_CARDS))
+_BOMB: Final = tuple(Bomb(m) if m else None for m in range(13))
+_FLIP_ONLY: Final = FlipOnly()
 
 
 def _play_actions(state: State | Work) -> list[Action]:
@@ -127,7 +129,7 @@ def check(state: State, action: Action, seat: int | None = None) -> None:
     raise IllegalAction(_explain(state, action))
 
 
-_PAIRS: dict[Phase, tuple[type, type]] = {
+_PAIRS: Final[dict[Phase, tuple[type, type]]] = {
     Phase.GO_STOP: (Go, Stop), Phase.GUKJIN: (KeepGukjin, ConvertGukjin), Phase.SIT_OUT: (JoinRound, SitOut),
     Phase.GWANG_SALE: (DeclineGwangSale, SellGwang),
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Final
 
 from .cards import BIGWANG, BIT, CHEONGDAN, CHODAN, GODORI, GUKJIN, HONGDAN, KIND, PI_VALUE, Kind
 
@@ -27,29 +28,29 @@ def _role(c: int) -> int:
     return _BIGWANG if c == BIGWANG else _GWANG
 
 
-_ROLE = tuple(_role(c) for c in range(len(KIND)))
+_ROLE: Final = tuple(_role(c) for c in range(len(KIND)))
 
 
 def _mask(keep: Callable[[int], bool]) -> int:
     return sum(BIT[c] for c in range(len(KIND)) if keep(c))
 
 
-_GWANG_MASK = _mask(lambda c: _ROLE[c] >= _GWANG)
-_BIGWANG_BIT = BIT[BIGWANG]
-_YEOL_MASK = _mask(lambda c: _GUKJIN <= _ROLE[c] <= _BIRD)
+# The card masks of the scoring categories (Final: module constants the compiled engine reads as
+# C statics, not from the module's dictionary).
+_GWANG_MASK: Final = _mask(lambda c: _ROLE[c] >= _GWANG)
+_BIGWANG_BIT: Final = BIT[BIGWANG]
+_YEOL_MASK: Final = _mask(lambda c: _GUKJIN <= _ROLE[c] <= _BIRD)
 """열끗, 국진 included (as long as it is not converted)."""
-_GUKJIN_BIT = BIT[GUKJIN]
-_TTI_MASK = _mask(lambda c: _TTI <= _ROLE[c] <= _CHO)
-_PI_MASKS = (
-    _mask(lambda c: _ROLE[c] == _PI and PI_VALUE[c] == 1),
-    _mask(lambda c: _ROLE[c] == _PI and PI_VALUE[c] == 2),
-    _mask(lambda c: _ROLE[c] == _PI and PI_VALUE[c] == 3),
-)
+_GUKJIN_BIT: Final = BIT[GUKJIN]
+_TTI_MASK: Final = _mask(lambda c: _TTI <= _ROLE[c] <= _CHO)
+_PI1_MASK: Final = _mask(lambda c: _ROLE[c] == _PI and PI_VALUE[c] == 1)
+_PI2_MASK: Final = _mask(lambda c: _ROLE[c] == _PI and PI_VALUE[c] == 2)
+_PI3_MASK: Final = _mask(lambda c: _ROLE[c] == _PI and PI_VALUE[c] == 3)
 """피 worth 1, 2 and 3."""
-_SETS = tuple((mask, points) for mask, points in (
-    (_mask(lambda c: c in GODORI), 5), (_mask(lambda c: c in HONGDAN), 3),
-    (_mask(lambda c: c in CHEONGDAN), 3), (_mask(lambda c: c in CHODAN), 3),
-))
+_GODORI_MASK: Final = _mask(lambda c: c in GODORI)
+_HONGDAN_MASK: Final = _mask(lambda c: c in HONGDAN)
+_CHEONGDAN_MASK: Final = _mask(lambda c: c in CHEONGDAN)
+_CHODAN_MASK: Final = _mask(lambda c: c in CHODAN)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -218,8 +219,7 @@ def mask_total(mask: int, gukjin_converted: bool = False, sseul_points: int = 0)
     (3, 8)
     """
     yeol = (mask & _YEOL_MASK).bit_count()
-    one, two, three = _PI_MASKS
-    pi = (mask & one).bit_count() + 2 * (mask & two).bit_count() + 3 * (mask & three).bit_count()
+    pi = (mask & _PI1_MASK).bit_count() + 2 * (mask & _PI2_MASK).bit_count() + 3 * (mask & _PI3_MASK).bit_count()
     if gukjin_converted and mask & _GUKJIN_BIT:
         yeol -= 1
         pi += 2
@@ -234,9 +234,14 @@ def mask_total(mask: int, gukjin_converted: bool = False, sseul_points: int = 0)
         total += tti - 4
     if pi >= 10:
         total += pi - 9
-    for cards, points in _SETS:
-        if mask & cards == cards:
-            total += points
+    if mask & _GODORI_MASK == _GODORI_MASK:
+        total += 5
+    if mask & _HONGDAN_MASK == _HONGDAN_MASK:
+        total += 3
+    if mask & _CHEONGDAN_MASK == _CHEONGDAN_MASK:
+        total += 3
+    if mask & _CHODAN_MASK == _CHODAN_MASK:
+        total += 3
     return total
 
 
@@ -248,24 +253,22 @@ def mask_score(mask: int, gukjin_converted: bool = False, sseul_points: int = 0)
     True
     """
     yeol = (mask & _YEOL_MASK).bit_count()
-    one, two, three = _PI_MASKS
-    pi = (mask & one).bit_count() + 2 * (mask & two).bit_count() + 3 * (mask & three).bit_count()
+    pi = (mask & _PI1_MASK).bit_count() + 2 * (mask & _PI2_MASK).bit_count() + 3 * (mask & _PI3_MASK).bit_count()
     if gukjin_converted and mask & _GUKJIN_BIT:
         yeol -= 1
         pi += 2
     gwang = (mask & _GWANG_MASK).bit_count()
     bigwang = bool(mask & _BIGWANG_BIT)
     tti = (mask & _TTI_MASK).bit_count()
-    (godori, godori_pts), (hong, hong_pts), (cheong, cheong_pts), (cho, cho_pts) = _SETS
     return Score(
         gwang, bigwang, yeol, tti, pi, sseul_points,
         _gwang_points(gwang, bigwang),
         yeol - 4 if yeol >= 5 else 0,
-        godori_pts if mask & godori == godori else 0,
+        5 if mask & _GODORI_MASK == _GODORI_MASK else 0,
         tti - 4 if tti >= 5 else 0,
-        hong_pts if mask & hong == hong else 0,
-        cheong_pts if mask & cheong == cheong else 0,
-        cho_pts if mask & cho == cho else 0,
+        3 if mask & _HONGDAN_MASK == _HONGDAN_MASK else 0,
+        3 if mask & _CHEONGDAN_MASK == _CHEONGDAN_MASK else 0,
+        3 if mask & _CHODAN_MASK == _CHODAN_MASK else 0,
         pi - 9 if pi >= 10 else 0,
         sseul_points,
     )

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
 
 from .rules import Rules
 from .scoring import Score
 from .settlement import Payment, Settlement
 
-NO_STACK = -2
+NO_STACK: Final = -2
 """``State.stacks`` entry: no 뻑 stack of that month on the floor."""
-START_STACK = -1
+START_STACK: Final = -1
 """``State.stacks`` entry: three cards of the month lay on the starting floor."""
-NO_SCORE = Score()
+NO_SCORE: Final = Score()
 """``TurnContext.before`` by default: no cards."""
 
 

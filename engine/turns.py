@@ -46,7 +46,7 @@ from .scoring import go_score
 from .settle import finish_round, settle
 from .settlement import Payment
 from .state import NO_STACK, Phase, PlayRecord
-from .working import EMPTY_SCORE, Turn, Work, report_score, report_scores
+from .working import EMPTY_SCORE, Turn, Work, report_score, report_scores, report_turn_score
 
 
 def step(w: Work, action: Action) -> None:
@@ -165,9 +165,12 @@ def _begin_play(w: Work) -> None:
 
 def _start_turn(w: Work, kind: str, hand_after: int, flips_after: int, card: int = -1, month: int = 0) -> Turn:
     seat = w.to_move
-    before = EMPTY_SCORE if w.quiet else w.score(seat)
-    w.mut(seat).turns += 1
-    return Turn(seat, kind, card, month, hand_after == 0 and flips_after == 0, before)
+    me = w.mut(seat)
+    me.turns += 1
+    last = hand_after == 0 and flips_after == 0
+    if w.quiet:
+        return Turn(seat, kind, card, month, last, EMPTY_SCORE)
+    return Turn(seat, kind, card, month, last, None, me.captured, me.sseul, w.gukjin == "converted")
 
 
 def _play(w: Work, card: int, shake: bool) -> None:
@@ -415,7 +418,7 @@ def _finish_turn(w: Work, ctx: Turn) -> None:
     w.turn = None
     s = w.mut(seat)
     s.dry_turns = 0 if ctx.taken else s.dry_turns + 1
-    report_score(w, seat, ctx.before)
+    report_turn_score(w, ctx)
     if ctx.ppeok and len(s.ppeok_turns) == 3 and r.three_ppeok != "none":
         if r.three_ppeok == "win":
             if not w.quiet:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import fields
+from typing import Final
 
 from .cards import MONTH_CARDS, mask_of
 from .events import (
@@ -19,15 +20,15 @@ from .scoring import Score, mask_score, mask_total, same_score
 from .settlement import Payment, Settlement
 from .state import NO_STACK, Phase, PlayRecord, SeatState, State, TurnContext
 
-EMPTY_SCORE = Score()
+EMPTY_SCORE: Final = Score()
 
 
 # ---------------------------------------------------------------------- card masks
 
-_MONTH_BITS = mask_of(range(MONTH_CARDS))
-_PAIR_LOW = sum(0b0101 << (4 * i) for i in range(12))
+_MONTH_BITS: Final = mask_of(range(MONTH_CARDS))
+_PAIR_LOW: Final = sum(0b0101 << (4 * i) for i in range(12))
 """Bits 0 and 2 of each month's four bits."""
-_NIBBLE_LOW = sum(1 << (4 * i) for i in range(12))
+_NIBBLE_LOW: Final = sum(1 << (4 * i) for i in range(12))
 """Bit 0 of each month's four bits."""
 
 
@@ -64,13 +65,24 @@ def report_score(w: Work, seat: int, before: Score) -> None:
         w.events.append(ScoreChanged(seat, now, now.total))
 
 
+def report_turn_score(w: Work, ctx: Turn) -> None:
+    """``report_score`` of the mover at the end of its turn, from the score it began with."""
+    if w.quiet:
+        return
+    if ctx.before is None:
+        s = w.seats[ctx.seat]
+        if s.captured is ctx.pile and s.sseul == ctx.pile_sseul and (w.gukjin == "converted") == ctx.pile_converted:
+            return  # the inputs of the score are those the turn began with: so is the score
+    report_score(w, ctx.seat, ctx.before_score())
+
+
 # ------------------------------------------------------------------ working copy
 
 
-_TURN_ORDER = tuple(tuple(tuple((d + i) % n for i in range(n)) for d in range(n)) for n in range(5))
+_TURN_ORDER: Final = tuple(tuple(tuple((d + i) % n for i in range(n)) for d in range(n)) for n in range(5))
 """``_TURN_ORDER[n][dealer]``: the n seats in turn order from the dealer."""
-_SEAT_FIELDS = tuple(f.name for f in fields(SeatState))
-_TURN_FIELDS = tuple(f.name for f in fields(TurnContext))
+_SEAT_FIELDS: Final = tuple(f.name for f in fields(SeatState))
+_TURN_FIELDS: Final = tuple(f.name for f in fields(TurnContext))
 
 
 class _Seat:
@@ -108,15 +120,24 @@ class _Seat:
 
 
 class Turn:
-    """Mutable twin of ``TurnContext`` while a turn runs inside one step."""
+    """Mutable twin of ``TurnContext`` while a turn runs inside one step.
 
-    __slots__ = _TURN_FIELDS
+    ``before`` (the mover's score when the turn began) is computed only when needed: from the pile,
+    쓸 count and 국진 state the turn began with (``pile``, ...), when the turn waits for a decision
+    (``freeze``) or ends with the mover's pile changed (``report_turn_score``).
+    """
+
+    __slots__ = (*_TURN_FIELDS, "pile", "pile_sseul", "pile_converted")
     seat: int
     kind: str
     card: int
     month: int
     last: bool
-    before: Score
+    before: Score | None
+    """``None``: not computed yet (see above)."""
+    pile: tuple[int, ...]
+    pile_sseul: int
+    pile_converted: bool
     matched: int
     held: tuple[int, ...]
     flipped: int
@@ -125,11 +146,21 @@ class Turn:
     ppeok: bool
     ttadak: bool
 
-    def __init__(self, seat: int, kind: str, card: int, month: int, last: bool, before: Score) -> None:
+    def __init__(
+        self, seat: int, kind: str, card: int, month: int, last: bool, before: Score | None,
+        pile: tuple[int, ...] = (), pile_sseul: int = 0, pile_converted: bool = False,
+    ) -> None:
         self.seat, self.kind, self.card, self.month = seat, kind, card, month
         self.last, self.before = last, before
+        self.pile, self.pile_sseul, self.pile_converted = pile, pile_sseul, pile_converted
         self.matched, self.held, self.flipped, self.taken, self.steals = 0, (), -1, (), ()
         self.ppeok = self.ttadak = False
+
+    def before_score(self) -> Score:
+        before = self.before
+        if before is None:
+            before = self.before = pile_score(self.pile, self.pile_converted, self.pile_sseul)
+        return before
 
     @staticmethod
     def thaw(t: TurnContext) -> Turn:
@@ -140,7 +171,7 @@ class Turn:
 
     def freeze(self) -> TurnContext:
         return TurnContext(
-            self.seat, self.kind, self.card, self.month, self.last, self.before, self.matched, self.held,
+            self.seat, self.kind, self.card, self.month, self.last, self.before_score(), self.matched, self.held,
             self.flipped, self.taken, self.steals, self.ppeok, self.ttadak,
         )
 
@@ -194,20 +225,23 @@ class Work:
         """Each seat's score while its pile and 쓸 count are unchanged (``None``: not known)."""
         self._order: tuple[int, ...] | None = None
 
-    @classmethod
-    def of(cls, s: State) -> Work:
-        return cls(
+    @staticmethod
+    def of(s: State) -> Work:
+        """A working copy of ``s`` (a direct constructor call: compiled, ``cls(...)`` would be a
+        generic call parsing its sixteen arguments)."""
+        return Work(
             s.rules, s.seed, s.dealer, s.phase, s.to_move, list(s.seats), list(s.floor), list(s.stacks),
             list(s.stock), s.gukjin, s.turn, s.go_seq, list(s.payments), s.carry, s.settlement, list(s.plays),
         )
 
-    @classmethod
+    @staticmethod
     def fresh(
-        cls, rules: Rules, seed: int, dealer: int, hands: list[list[int]], floor: list[int],
-        stock: list[int], carry: bool,
+        rules: Rules, seed: int, dealer: int, hands: list[list[int]], floor: list[int], stock: list[int],
+        carry: bool,
     ) -> Work:
+        """The working copy of a deal: every hand sorted, nothing played."""
         seats: list[SeatState | _Seat] = [SeatState(hand=tuple(sorted(h))) for h in hands]
-        return cls(
+        return Work(
             rules, seed, dealer, Phase.PLAY, dealer, seats, floor, [NO_STACK] * 13, stock, "open", None, 0, [],
             carry, None, [],
         )
@@ -286,8 +320,8 @@ class Work:
         return s.active and (bool(s.hand) or (s.spare_flips > 0 and bool(self.stock)))
 
 
-_SCORE_MEMO: dict[tuple[tuple[int, ...], bool, int], Score] = {}
-_SCORE_MEMO_LIMIT = 1 << 14
+_SCORE_MEMO: Final[dict[tuple[tuple[int, ...], bool, int], Score]] = {}
+_SCORE_MEMO_LIMIT: Final = 1 << 14
 
 
 def pile_score(captured: tuple[int, ...], converted: bool, sseul: int) -> Score:
