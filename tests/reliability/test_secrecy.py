@@ -96,7 +96,7 @@ NOT_CARD_FIELDS = {
     "PpeokRecaptured": {"seat", "month", "maker"}, "Jjok": {"seat", "month"}, "Ttadak": {"seat", "month"},
     "Sseul": {"seat", "points"}, "PiStolen": {"seat", "victim", "requested"}, "GukjinDecided": {"seat"},
     "ScoreChanged": {"seat", "total"}, "WentGo": {"seat", "count", "base"}, "Stopped": {"seat", "base"},
-    "InstantWin": {"seat", "points"}, "InstantLoss": {"seat"},
+    "InstantWin": {"seat", "points"}, "InstantLoss": {"seat"}, "BotSeat": {"seat", "budget_ms"},
 }  # fmt: skip
 """Every other integer field of those messages (seats, months, counts, points, versions)."""
 
