@@ -245,7 +245,7 @@ def build(dockerfile: Path = DOCKERFILE) -> Built:
         base_seconds = max(pool.map(make_base, BASES))
     previous = image_id(IMAGE)
     started = time.monotonic()
-    buildah("bud", *BUD_FLAGS, "--quiet",
+    buildah("bud", *BUD_FLAGS, "--force-rm", "--quiet",  # (a failed step's container removed too)
             *(a for base in BASES for a in ("--build-arg", f"{base.arg}={base.tag()}")),
             "--file", dockerfile, "--tag", IMAGE, ROOT, timeout=3600)
     seconds = time.monotonic() - started
