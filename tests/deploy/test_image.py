@@ -43,6 +43,7 @@ import random
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -656,7 +657,7 @@ def test_server_in_the_image_serves_a_whole_game_and_stops_on_sigterm(in_image: 
         assert done.returncode == 0, (pre_stop, done.stderr)
     finally:
         if server.poll() is None:
-            os.kill(server_pid(server), 15)
+            os.kill(server_pid(server), signal.SIGTERM)
         code = server.wait(timeout=120)
     output = log.read_text()
     assert code == 0, output
