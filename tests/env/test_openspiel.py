@@ -30,6 +30,7 @@ from gostop.env.openspiel import (
     GostopGame,
     GostopState,
     IsmctsBot,
+    Observer,
     every_table,
     load,
 )
@@ -286,3 +287,25 @@ def test_ismcts_bot_plays_in_a_tournament_through_the_service(tmp_path: Path) ->
     games = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(games) == 2 and all(sorted(g["seats"]) == sorted(["greedy", spec]) for g in games)
     assert all(sum(g["points"]) == 0 for g in games)
+
+
+def _openspiel_section() -> str:
+    text = (ROOT / "docs/research.md").read_text(encoding="utf-8")
+    return text.split("\n## OpenSpiel\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_research_pages_example_runs() -> None:
+    """The first Python block of docs/research.md's OpenSpiel section runs as written."""
+    block = _openspiel_section().split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "docs/research.md", "exec"), {})
+
+
+def test_the_research_page_documents_the_tensors() -> None:
+    """Every tensor piece is in the page's table, and the sizes it gives are the game's."""
+    section = _openspiel_section()
+    observer = Observer(_game("classic", 4), pyspiel.IIGObservationType(perfect_recall=True))
+    assert all(f"`{name}`" in section for name in observer.dict)
+    for players, (obs, info) in {2: ("353", "1,693"), 3: ("471", "1,899"), 4: ("589", "2,038")}.items():
+        game = _game("classic", players)
+        assert (f"{game.observation_tensor_size():,}", f"{game.information_state_tensor_size():,}") == (obs, info)
+        assert obs in section and info in section

@@ -89,7 +89,8 @@ from gostop.engine.game import Playout
 from gostop.engine.render import action_label
 
 __all__ = [
-    "GAME_NAME", "NUM_ACTIONS", "SEAT_FIELDS", "GostopGame", "GostopState", "IsmctsBot", "Observer", "load",
+    "GAME_NAME", "NUM_ACTIONS", "SEAT_FIELDS", "GostopGame", "GostopState", "IsmctsBot", "Observer", "every_table",
+    "load", "rules_of",
 ]
 
 GAME_NAME: Final = "python_gostop"
@@ -178,8 +179,9 @@ class GostopGame(pyspiel.Game):  # type: ignore[misc]
         return GostopState(self)
 
     def state_at(self, position: State) -> GostopState:
-        """A state at an engine position, its stock order as given (nothing left to chance but
-        what ``position`` leaves open: nothing). Its OpenSpiel history is empty."""
+        """A state at an engine position with its stock in the order given: every card is decided,
+        so no chance node follows (a determinization; ``IsmctsBot``'s root). Its OpenSpiel
+        history is empty."""
         if position.rules != self.rules:
             raise ValueError("the position is played under other rules than this game's")
         state = GostopState(self)
