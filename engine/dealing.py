@@ -96,7 +96,7 @@ def new_round(
     on_floor = month_counts(w.floor)
     for m in range(1, 13):
         if on_floor[m] == 3:
-            w.stacks[m] = START_STACK
+            w.set_stack(m, START_STACK)
     w.events[:0] = redeals
     report_scores(w, [EMPTY_SCORE] * rules.players)
     if not chongtong(w):

@@ -53,8 +53,8 @@ def step(w: Work, action: Action) -> None:
     """Advance the working copy by one legal action."""
     phase = w.phase
     if phase is Phase.PLAY:
-        w.plays.append(
-            PlayRecord(w.to_move, _play_id(action), tuple(w.floor), tuple([len(s.captured) for s in w.seats]))
+        w.plays += (
+            PlayRecord(w.to_move, _play_id(action), tuple(w.floor), tuple([len(s.captured) for s in w.seats])),
         )
         if isinstance(action, PlayCard):
             _play(w, action.card, _shakes(action))
@@ -248,7 +248,7 @@ def _flip_only(w: Work) -> None:
 def _take_stack(w: Work, ctx: Turn, month: int) -> None:
     """Capturing a three-card stack: a 뻑 stack pays its capturer."""
     maker = w.stacks[month]
-    w.stacks[month] = NO_STACK
+    w.set_stack(month, NO_STACK)
     if maker >= 0:
         own = maker == ctx.seat
         if not w.quiet:
@@ -296,7 +296,7 @@ def _after_play(w: Work, ctx: Turn) -> None:
             else:
                 stack = (*ctx.held, flipped)
                 w.floor.extend(stack)
-                w.stacks[m] = seat
+                w.set_stack(m, seat)
                 me = w.mut(seat)
                 me.ppeok_turns += (me.turns,)
                 if not w.quiet:

@@ -79,6 +79,7 @@ def report_turn_score(w: Work, ctx: Turn) -> None:
 # ------------------------------------------------------------------ working copy
 
 
+_NO_STACKS: Final = (NO_STACK,) * 13
 _TURN_ORDER: Final = tuple(tuple(tuple((d + i) % n for i in range(n)) for d in range(n)) for n in range(5))
 """``_TURN_ORDER[n][dealer]``: the n seats in turn order from the dealer."""
 _SEAT_FIELDS: Final = tuple(f.name for f in fields(SeatState))
@@ -181,7 +182,10 @@ class Work:
     round (``Playout``).
 
     ``seats`` holds each seat's frozen ``SeatState`` until a step changes it (``mut``), then its
-    mutable twin; ``freeze`` rebuilds only the changed seats and shares the others. ``events``
+    mutable twin; ``freeze`` rebuilds only the changed seats and shares the others. The parts a
+    step seldom changes (``stacks``, ``payments``) and the one it only extends (``plays``) are the
+    state's tuples, replaced when changed (``set_stack``, ``pay``, ``+=``): a step that leaves them
+    shares them with the state it came from. ``events``
     collects the step's events unless ``quiet`` (a playout builds none: every event is built
     under ``if not w.quiet``).
     """
@@ -211,9 +215,9 @@ class Work:
 
     def __init__(
         self, rules: Rules, seed: int, dealer: int, phase: Phase, to_move: int, seats: list[SeatState | _Seat],
-        floor: list[int], stacks: list[int], stock: list[int], gukjin: str, turn: TurnContext | None,
-        go_seq: int, payments: list[Payment], carry: bool, settlement: Settlement | None,
-        plays: list[PlayRecord],
+        floor: list[int], stacks: tuple[int, ...], stock: list[int], gukjin: str, turn: TurnContext | None,
+        go_seq: int, payments: tuple[Payment, ...], carry: bool, settlement: Settlement | None,
+        plays: tuple[PlayRecord, ...],
     ) -> None:
         self.rules, self.seed, self.dealer, self.phase, self.to_move = rules, seed, dealer, phase, to_move
         self.seats, self.floor, self.stacks, self.stock = seats, floor, stacks, stock
@@ -230,8 +234,8 @@ class Work:
         """A working copy of ``s`` (a direct constructor call: compiled, ``cls(...)`` would be a
         generic call parsing its sixteen arguments)."""
         return Work(
-            s.rules, s.seed, s.dealer, s.phase, s.to_move, list(s.seats), list(s.floor), list(s.stacks),
-            list(s.stock), s.gukjin, s.turn, s.go_seq, list(s.payments), s.carry, s.settlement, list(s.plays),
+            s.rules, s.seed, s.dealer, s.phase, s.to_move, list(s.seats), list(s.floor), s.stacks,
+            list(s.stock), s.gukjin, s.turn, s.go_seq, s.payments, s.carry, s.settlement, s.plays,
         )
 
     @staticmethod
@@ -242,16 +246,16 @@ class Work:
         """The working copy of a deal: every hand sorted, nothing played."""
         seats: list[SeatState | _Seat] = [SeatState(hand=tuple(sorted(h))) for h in hands]
         return Work(
-            rules, seed, dealer, Phase.PLAY, dealer, seats, floor, [NO_STACK] * 13, stock, "open", None, 0, [],
-            carry, None, [],
+            rules, seed, dealer, Phase.PLAY, dealer, seats, floor, _NO_STACKS, stock, "open", None, 0, (), carry,
+            None, (),
         )
 
     def freeze(self, steps: int) -> State:
         return State(
             self.rules, self.seed, self.dealer, self.phase, self.to_move,
             tuple([s.freeze() if isinstance(s, _Seat) else s for s in self.seats]),
-            tuple(self.floor), tuple(self.stacks), tuple(self.stock), self.gukjin, self.turn, self.go_seq,
-            tuple(self.payments), self.carry, self.settlement, steps, tuple(self.plays),
+            tuple(self.floor), self.stacks, tuple(self.stock), self.gukjin, self.turn, self.go_seq,
+            self.payments, self.carry, self.settlement, steps, self.plays,
         )
 
     def mut(self, seat: int) -> _Seat:
@@ -286,8 +290,13 @@ class Work:
             self.events.append(Captured(seat, cards))
         ctx.taken += cards
 
+    def set_stack(self, month: int, value: int) -> None:
+        """``stacks[month] = value`` (the tuple is replaced: a step that leaves it shares it)."""
+        stacks = self.stacks
+        self.stacks = (*stacks[:month], value, *stacks[month + 1:])
+
     def pay(self, payment: Payment) -> None:
-        self.payments.append(payment)
+        self.payments += (payment,)
         if not self.quiet:
             self.events.append(InstantPaid(payment))
 
