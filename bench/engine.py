@@ -274,7 +274,14 @@ def compare(args: argparse.Namespace, report: dict[str, Any]) -> None:
     modes = ["apply", "playout"]
     bars = {"apply": APPLY_BAR, "playout": PLAYOUT_BAR}
     with tempfile.TemporaryDirectory(prefix="gostop-baseline-") as tmp:
-        commit = extract_baseline(args.baseline, Path(tmp))
+        try:
+            commit = extract_baseline(args.baseline, Path(tmp))
+        except (OSError, subprocess.CalledProcessError) as error:  # no git, or not this repository's history
+            detail = getattr(error, "stderr", None) or error
+            if isinstance(detail, bytes):
+                detail = detail.decode(errors="replace")
+            print(f"\nthe bar (issue 26): skipped, no engine of {args.baseline} to compare with: {str(detail).strip()}")
+            return
         import gostop
 
         sides = {  # bench/ from this tree; gostop from the baseline, or where this process found it
