@@ -38,8 +38,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gostop.engine import PRESET_PLAYERS, Playout, Rules, new_round
+from gostop.engine import PRESET_PLAYERS, Rules
 from gostop.env import GostopEnv
+
+from .engine import rounds_with_playout
 
 CONFIGS: list[tuple[str, int]] = [(p, n) for p, ns in PRESET_PLAYERS.items() for n in sorted(ns)]
 GOAL_RATIO = 2.0
@@ -88,25 +90,6 @@ def env_steps(rules: Rules, seconds: float) -> tuple[int, int, float]:
     return rounds, steps, clock() - start
 
 
-def playout_steps(rules: Rules, seconds: float) -> tuple[int, int, float]:
-    """The same rounds with ``Playout``; (rounds, steps, elapsed)."""
-    chooser = random.Random(12345)
-    rounds = steps = 0
-    start = clock()
-    deadline = start + seconds
-    while True:
-        state, _ = new_round(rules, rounds)
-        p = Playout(state)
-        while not p.over:
-            actions = p.legal_actions()
-            p.apply(actions[chooser.randrange(len(actions))])
-            steps += 1
-        rounds += 1
-        if rounds % 20 == 0 and clock() >= deadline:
-            break
-    return rounds, steps, clock() - start
-
-
 def api_steps(rules: Rules, seconds: float) -> tuple[int, int, float]:
     """The environment's loop without observations; (rounds, steps, elapsed)."""
     env = GostopEnv(rules=rules)
@@ -131,7 +114,7 @@ def api_steps(rules: Rules, seconds: float) -> tuple[int, int, float]:
 
 
 MODES: dict[str, Callable[[Rules, float], tuple[int, int, float]]] = {
-    "env": env_steps, "playout": playout_steps, "no-obs": api_steps,
+    "env": env_steps, "playout": rounds_with_playout, "no-obs": api_steps,
 }
 
 
