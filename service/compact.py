@@ -6,13 +6,21 @@ same card and event names, the same message layout), which plain compression can
 few hundred bytes but a preset dictionary of typical values can: a snapshot of ~3.4 kB stores in
 ~0.3 kB, a log entry of ~430 B in ~45 B, a stored response of ~550 B in ~240 B.
 
-Format: ``0xFF``, the dictionary version (1), then a raw deflate stream (zlib, ``wbits=-15``) made
-with that version's dictionary for the kind (``snap``, ``entry``, ``resp``). ``0xFF`` starts no
-JSON document and no protobuf message (field 31 with the invalid wire type 7), so values written
-before this format (plain JSON snapshots and entries, plain protobuf responses) are told apart
-and read as they are. The dictionaries are fixed files (``dictionaries/v1-<kind>.bin``, made once by
-``scripts/train_dictionaries.py`` from seeded games of every preset): data written with version 1
-needs exactly these bytes, so a better dictionary is a version 2 beside them, never an edit.
+Format: ``0xFF``, the dictionary version (1), then a raw deflate stream made with that version's
+dictionary for the kind (``snap``, ``entry``, ``resp``), read with a 32 kB window (``wbits=-15``).
+``0xFF`` starts no JSON document and no protobuf message (field 31 with the invalid wire type 7),
+so values written before this format (plain JSON snapshots and entries, plain protobuf responses)
+are told apart and read as they are. The dictionaries are fixed files (``dictionaries/v1-<kind>.bin``,
+made once by ``scripts/train_dictionaries.py`` from seeded games of every preset): data written with
+version 1 needs exactly these bytes, so a better dictionary is a version 2 beside them, never an edit.
+
+The compressor is cheaper than zlib's defaults at no cost in size (issue 26, item 3): an 8 kB window
+(``WBITS``), the dictionaries' size, and small hash tables (``MEM_LEVEL``). Most of the cost of
+packing a small value is copying the primed compressor (its window, hash tables and block buffer:
+256 kB with the defaults, 48 kB now) and touching that memory while compressing; matches reaching
+back 8 kB instead of 32 kB change the sizes by less than 1 B per value. Such a stream is an ordinary
+raw deflate stream with shorter distances: ``unpack`` reads it and every value written before alike,
+so the format and its version are unchanged.
 """
 
 from __future__ import annotations
@@ -28,6 +36,11 @@ KINDS: Final[tuple[Kind, ...]] = ("snap", "entry", "resp")
 MAGIC: Final = 0xFF
 VERSION: Final = 1
 LEVEL: Final = 6
+WBITS: Final = 13
+"""The compressor's window, 2**13 = 8,192 bytes: the dictionaries' size (``unpack`` reads with 2**15)."""
+MEM_LEVEL: Final = 5
+"""zlib's memLevel: hash tables of 2**12 entries and a 2,048-symbol block buffer, enough for a value
+of a few kB (a smaller buffer splits a snapshot into more blocks: larger and slower)."""
 MAX_INFLATED: Final = 16 << 20
 """The most a stored value may inflate to (a corrupt or hostile value cannot exhaust memory)."""
 
@@ -55,7 +68,8 @@ def dictionary(version: int, kind: Kind) -> bytes:
 def _primed(kind: Kind) -> zlib._Compress:
     """A compressor that has read the current dictionary: copied per value (priming costs more than
     compressing a small value)."""
-    return zlib.compressobj(LEVEL, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY, dictionary(VERSION, kind))
+    return zlib.compressobj(LEVEL, zlib.DEFLATED, -WBITS, MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY,
+                            dictionary(VERSION, kind))
 
 
 def pack(kind: Kind, data: bytes) -> bytes:

@@ -33,6 +33,51 @@ def test_values_round_trip(kind: compact.Kind, data: bytes) -> None:
     assert compact.unpack(kind, packed) == data
 
 
+def _real_values(kind: compact.Kind) -> list[bytes]:
+    """Values of ``kind`` as the service stores them, from a seeded random round."""
+    from gostop.engine import Rules, legal_actions, match_apply, match_to_bytes, new_match, redact
+    from gostop.engine.serialize import encode
+    from gostop.wire import convert
+
+    rng = random.Random(3)
+    match, events = new_match(Rules.preset("standard", players=2), 3)
+    out = []
+    while not match.finished and match.round.phase.value != "over":
+        seat = match.round.to_move
+        action = rng.choice(legal_actions(match.round))
+        match, events = match_apply(match, action, seat)
+        if kind == "snap":
+            out.append(match_to_bytes(match))
+        elif kind == "entry":
+            out.append(encode({"v": len(out) + 2, "kind": "action", "seat": seat, "events": events}))
+        else:
+            response = pb.SubmitActionResponse(result=pb.TurnResult(version=len(out) + 2))
+            response.result.events.extend(convert.event_to_pb(redact(e, seat)) for e in events)
+            out.append(response.SerializeToString())
+    return out
+
+
+@pytest.mark.parametrize("kind", compact.KINDS)
+def test_values_packed_with_the_window_of_before_and_of_now_both_unpack(kind: compact.Kind) -> None:
+    """``pack`` once deflated with zlib's defaults (a 32 kB window, memLevel 8) and now with an 8 kB
+    window and smaller tables: ``unpack`` reads both kinds of stream, the stored data of before
+    included, and the new streams are no larger (within a byte or two per value)."""
+    before = zlib.compressobj(6, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY, compact.dictionary(1, kind))
+    values = _real_values(kind)
+    assert len(values) > 10
+    old_total = new_total = 0
+    for data in values:
+        deflater = before.copy()
+        old = bytes((compact.MAGIC, 1)) + deflater.compress(data) + deflater.flush()
+        new = compact.pack(kind, data)
+        assert compact.unpack(kind, old) == data
+        assert compact.unpack(kind, new) == data
+        old_total += len(old)
+        new_total += len(new)
+    assert (compact.WBITS, compact.MEM_LEVEL) != (15, 8), "the test compares two different compressors"
+    assert new_total <= old_total + 2 * len(values)
+
+
 def test_plain_values_of_before_are_read_as_they_are() -> None:
     for plain in (b'{"format": 1}', pb.SubmitActionResponse(result=pb.TurnResult(version=3)).SerializeToString(), b""):
         assert compact.unpack("snap", plain) == plain
