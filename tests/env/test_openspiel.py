@@ -275,6 +275,20 @@ def test_ismcts_bot_stops_at_its_cpu_budget() -> None:
     assert 1 <= bot.last_iterations < 1 << 30
 
 
+def test_regression_ismcts_budget_spent_after_the_first_simulation_still_chooses() -> None:
+    """A search whose budget ran out after its first simulation (one iteration, or a first simulation
+    that took half a CPU budget on a loaded machine) failed OpenSpiel's assertion that the root was
+    visited: the first simulation only expands the root. It now runs the second."""
+    rules = Rules.preset("standard")
+    state, _ = new_round(rules, 4)
+    while len(legal_actions(state)) < 2:
+        state, _ = apply(state, legal_actions(state)[0])
+    bot = IsmctsBot(seed=3, iterations=1)
+    assert bot.choose(view(state, state.to_move), legal_actions(state)) in legal_actions(state)
+    assert bot.last_iterations == 2
+    play_round(rules, 5, [IsmctsBot(seed=1, iterations=1), make_bot("greedy")])
+
+
 def test_ismcts_bot_plays_in_a_tournament_through_the_service(tmp_path: Path) -> None:
     """``gostop tournament --bots greedy,gostop.env.openspiel:IsmctsBot:...``: the bot decides on
     the views the service sends (``wire.convert.view_from_pb``), a duplicate deal from each seat."""

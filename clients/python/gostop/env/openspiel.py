@@ -684,7 +684,10 @@ class _BudgetedIsmcts(os_ismcts.ISMCTSBot):  # type: ignore[misc]
         while True:
             self.run_simulation(self.sample_root_state(state))
             done += 1
-            if self.budget.spent(done):
+            # The first simulation only expands the root (no visit is counted there), and the final
+            # policy needs one: a budget spent by then (one iteration, or a first simulation that
+            # took half a CPU budget on a loaded machine) still gets the second.
+            if self._root_node.total_visits > 0 and self.budget.spent(done):
                 break
         self.simulations = done
         return cast(list[tuple[int, float]], self.get_final_policy(state, self._root_node))
