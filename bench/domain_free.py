@@ -4,7 +4,8 @@
 serve``. It is the service in every respect but one: after a game's first SubmitAction, which runs
 as usual, every later SubmitAction of that game skips the engine step, the view, the events'
 messages, the log entry and the snapshot, and instead commits the bytes of that first turn again
-(its snapshot, log entry and stored response, at the new version). What is left is everything else
+(its log entry and stored response, and its snapshot at the versions where the service writes one:
+``Games.snapshot_due``), at the new version. What is left is everything else
 a SubmitAction costs: the RPC, the interceptor's metrics and log line, the caller's token, the
 idempotency digest, the cached game, one compare-and-set round trip to the store with a turn's
 real-sized payload, and the response message. A SubmitAction cannot cost less than this, however
@@ -21,7 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from gostop.engine import Action, Match
+from gostop.engine import Action, Match, match_to_bytes
 from gostop.engine.events import Event
 from gostop.service import compact
 from gostop.service import server as server_module
@@ -36,17 +37,18 @@ from gostop.v1 import game_pb2 as pb
 
 
 class _Recording:
-    """A store that remembers the snapshot and log entry of each game's last commit."""
+    """A store that remembers the log entry of each game's last commit."""
 
     def __init__(self, store: Store) -> None:
         self.inner = store
-        self.last: dict[str, tuple[bytes, bytes]] = {}
+        self.last: dict[str, bytes] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    async def commit(self, game_id: str, expected_version: int, blob: bytes, entry: bytes, *args: Any) -> Any:
-        self.last[game_id] = (blob, entry)
+    async def commit(self, game_id: str, expected_version: int, blob: bytes | None, entry: bytes,
+                     *args: Any) -> Any:
+        self.last[game_id] = entry
         return await self.inner.commit(game_id, expected_version, blob, entry, *args)
 
 
@@ -66,8 +68,11 @@ class DomainFreeGames(Games):
         first = self._first.get(game_id)
         if first is None or kind != "action":
             await super()._commit(game_id, seat, expected, request_id, fingerprint, kind, action, step, response)
-            if kind == "action" and game_id in self._recording.last:
-                blob, entry = self._recording.last.pop(game_id)
+            entry = self._recording.last.pop(game_id, None)
+            reached = self._cache.get(game_id)  # the state that commit reached, with its plays
+            if kind == "action" and entry is not None and reached is not None and reached[2] is not None:
+                # Its snapshot, as the service would write it (whether or not that commit did).
+                blob = compact.pack("snap", match_to_bytes(reached[1], reached[2].json))
                 self._first[game_id] = (blob, entry, response.SerializeToString())
             return
         blob, entry, answer = first
@@ -79,8 +84,9 @@ class DomainFreeGames(Games):
             raise stale(version, expected)
         response.MergeFromString(answer)
         response.result.version = version + 1
+        snapshot = blob if self.snapshot_due(version + 1, match) else None
         outcome = await self._timed("commit", self._recording.inner.commit(
-            game_id, expected, blob, entry, self._ttl_ms(match), request_id, digest,
+            game_id, expected, snapshot, entry, self._ttl_ms(match), request_id, digest,
             compact.pack("resp", response.SerializeToString()) if request_id else b"",
         ))
         if not isinstance(outcome, Committed):

@@ -146,7 +146,8 @@ def projections(figures: dict[str, Any], rounds_per_second: float, rss_budget: i
         f"(~{figures['server_rss_bytes_per_game']:,} B per cached game measured; base RSS "
         f"{figures['server_rss_base_bytes'] / 2**20:.0f} MiB), so a {rss_budget / 2**20:.0f} MiB worker "
         f"caches ~{cached:,} games;"
-        " the cache only saves decoding: a miss costs one snapshot decode, not correctness.",
+        " the cache only saves decoding: a miss costs one snapshot decode and the replay of at most three"
+        " log entries after it, not correctness.",
     ]
     if rounds_per_second > 0:
         seconds = 10_000_000 / rounds_per_second

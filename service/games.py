@@ -1,9 +1,13 @@
 """The game service's domain layer: create, read, act, watch and log games.
 
-Stateless by design: each call loads the game's snapshot from the store (or from this
-process's cache of the last committed snapshot, validated by the store's version check),
-applies the engine, and commits the new snapshot, its log entry and the idempotent
-response in one atomic compare-and-set. Nothing here knows about gRPC transport.
+Stateless by design: each call loads the game from the store (or from this process's cache of
+the last committed state, validated by the store's version check), applies the engine, and
+commits the new version, its log entry and the idempotent response in one atomic compare-and-set.
+A commit writes a new snapshot only every ``SNAPSHOT_EVERY`` versions and when a round ends
+(``Games.snapshot_due``); in between the store keeps the last one, and a load that finds it behind
+the game's version replays the log entries after it (``Games._catch_up``): the engine is
+deterministic, so that is the very state the skipped snapshots would have held. Nothing here knows
+about gRPC transport.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from .config import Config
 from .errors import ServiceError, denied, invalid, not_found, precondition, stale, unauthenticated
 from .metrics import Metrics
 from .plays import RoundPlays, round_plays
-from .store_api import Committed, Conflict, Duplicate, Missing, Store, StoreCorrupt, StoreUnavailable
+from .store_api import Committed, Conflict, Duplicate, LogEntry, Missing, Store, StoreCorrupt, StoreUnavailable
 
 T = TypeVar("T")
 _GAME_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -64,6 +68,11 @@ MAX_REQUEST_ID = 128
 LOG_PAGE = 500
 LOG_PAGE_MAX = 1000
 WATCH_POLL_MS = 15000
+SNAPSHOT_EVERY = 4
+"""A commit writes the game's snapshot when its version is a multiple of this (and whenever a round
+ends, and at creation): the others write only their log entry, and a load replays at most this
+many minus one entries after the snapshot. Serializing and deflating a snapshot is a third of a
+turn's domain work; replaying a step costs less than writing one (docs/engine-performance.md)."""
 
 
 FAIR_SCHEME = "gostop-fair-v1"
@@ -105,6 +114,34 @@ def _read_entry(raw: bytes) -> dict[str, Any]:
     except Exception as exc:
         raise StoreCorrupt(f"cannot decode a log entry: {exc}") from exc
     return doc  # type: ignore[no-any-return]
+
+
+def _replay_step(match: Match, item: LogEntry) -> Match:
+    """The state after the step logged in ``item`` (an ``action`` or ``next_round`` entry) from
+    ``match``, the state before it; ``StoreCorrupt`` for an entry that is not such a step of this
+    game at its version (undecodable, another version, an action the rules refuse) or whose step
+    gives other events than the entry logged: the engine replaying it is not the one that
+    committed it (a rule fix deployed while the game was in play) or the entry was damaged, and
+    the state it would rebuild is not the one whose events the seats were sent."""
+    try:
+        doc = orjson.loads(compact.unpack("entry", item.entry))
+        kind, version, seat, action, logged = doc["kind"], doc["v"], doc["seat"], doc["action"], doc["events"]
+    except Exception as exc:
+        raise StoreCorrupt(f"cannot decode the log entry of version {item.version}: {exc}") from exc
+    if version != item.version:
+        raise StoreCorrupt(f"the log entry of version {item.version} says it is of version {version!r}")
+    try:
+        if kind == "action" and type(seat) is int:
+            match, events = match_apply(match, action_from_id(action), seat)
+        elif kind == "next_round":
+            match, events = next_round(match)
+        else:
+            raise StoreCorrupt(f"the log entry of version {item.version} is no step ({kind!r}, seat {seat!r})")
+    except EngineError as exc:
+        raise StoreCorrupt(f"the log entry of version {item.version} does not replay: {exc}") from exc
+    if orjson.loads(encode(events)) != logged:
+        raise StoreCorrupt(f"the step logged at version {item.version} replays with other events than it logged")
+    return match
 
 
 def _action_kind(action: Action | None) -> str:
@@ -202,6 +239,10 @@ class StreamSlots:
 class Games:
     """Every operation of the API, over a ``Store``."""
 
+    snapshot_every: int = SNAPSHOT_EVERY
+    """``SNAPSHOT_EVERY`` for this instance (a test may commit a snapshot at every version, or never
+    between round ends)."""
+
     def __init__(self, store: Store, auth: Authenticator, config: Config, metrics: Metrics) -> None:
         self.store = store
         self.auth = auth
@@ -255,7 +296,9 @@ class Games:
         _bounded_put(self._cache, game_id, (version, match, plays), self.config.snapshot_cache)
 
     async def _load(self, game_id: str, expected: int | None = None) -> tuple[int, Match, RoundPlays | None]:
-        """The game at its latest version; the cached copy when it is at ``expected``."""
+        """The game at its latest version; the cached copy when it is at ``expected`` (or when the
+        store is at the cached version). Otherwise the store's snapshot, brought from its own
+        version to the game's by replaying the log entries in between."""
         if expected is not None:
             hit = self._cache.get(game_id)
             if hit is not None and hit[0] == expected:
@@ -271,8 +314,29 @@ class Games:
             match = match_from_bytes(compact.unpack("snap", snap.blob))
         except (EngineError, compact.CompactError) as exc:
             raise StoreCorrupt(str(exc)) from exc
+        if snap.at is not None:
+            match = await self._catch_up(game_id, match, snap.at, snap.version)
         self._remember(game_id, snap.version, match)
         return snap.version, match, None
+
+    async def _catch_up(self, game_id: str, match: Match, at: int, version: int) -> Match:
+        """The state at ``version`` from ``match``, the snapshot at ``at``: the log entries of
+        versions ``at + 1`` to ``version`` replayed (entries are never rewritten, so reading them
+        after the snapshot is as good as reading them with it)."""
+        entries = await self._timed("read_log", self.store.read_log(game_id, at, version - at))
+        if [item.version for item in entries] != list(range(at + 1, version + 1)):
+            if await self._timed("load", self.store.load(game_id)) is None:
+                raise not_found(game_id)  # expired since the snapshot was read
+            raise StoreCorrupt(f"the log lacks entries between the snapshot (version {at}) and version {version}")
+        for item in entries:
+            match = _replay_step(match, item)
+        return match
+
+    def snapshot_due(self, version: int, match: Match) -> bool:
+        """Whether the commit of ``version``, reaching ``match``, writes a snapshot: at every
+        ``snapshot_every``-th version, and when a round ends (whatever came before it is then
+        never replayed again; a finished match is always over)."""
+        return version % self.snapshot_every == 0 or match.round.over
 
     def _ttl_ms(self, match: Match) -> int:
         seconds = self.config.finished_ttl_seconds if match.finished else self.config.game_ttl_seconds
@@ -525,8 +589,11 @@ class Games:
             if isinstance(e, RoundSettled):
                 result.settlement.CopyFrom(convert.settlement_to_pb(e.settlement))
         entry = _entry(new_version, kind, seat, action, request_id, events, new.finished)
+        blob = None  # the store keeps the last snapshot; a load replays this entry after it
+        if self.snapshot_due(new_version, new):
+            blob = compact.pack("snap", match_to_bytes(new, new_plays.json))
         outcome = await self._timed("commit", self.store.commit(
-            game_id, expected, compact.pack("snap", match_to_bytes(new, new_plays.json)), entry, self._ttl_ms(new),
+            game_id, expected, blob, entry, self._ttl_ms(new),
             request_id, digest, compact.pack("resp", response.SerializeToString()) if request_id else b"",
         ))
         if isinstance(outcome, Committed):

@@ -78,6 +78,8 @@ def check_fingerprint(fingerprint: str) -> None:
 class _Game:
     version: int
     blob: bytes
+    """The latest snapshot: the state at version ``at``."""
+    at: int
     expires_at: float
     log: list[bytes] = field(default_factory=list)
     """Entry of version ``i + 1`` at index ``i``."""
@@ -191,7 +193,7 @@ class MemoryStore:
         if self._live(game_id) is not None:
             return False
         self._make_room()
-        game = _Game(version=1, blob=blob, expires_at=0.0, log=[entry])
+        game = _Game(version=1, blob=blob, at=1, expires_at=0.0, log=[entry])
         self._games[game_id] = game
         self._set_expiry(game_id, game, ttl_ms)
         self._notify(game_id)
@@ -201,13 +203,15 @@ class MemoryStore:
         check_game_id(game_id)
         await asyncio.sleep(0)
         game = self._live(game_id)
-        return None if game is None else Snapshot(game.version, game.blob)
+        if game is None:
+            return None
+        return Snapshot(game.version, game.blob, None if game.at == game.version else game.at)
 
     async def commit(
         self,
         game_id: str,
         expected_version: int,
-        blob: bytes,
+        blob: bytes | None,
         entry: bytes,
         ttl_ms: int,
         request_id: str = "",
@@ -229,7 +233,8 @@ class MemoryStore:
         if game.version != expected_version:
             return Conflict(game.version)
         game.version += 1
-        game.blob = blob
+        if blob is not None:
+            game.blob, game.at = blob, game.version
         game.log.append(entry)
         if request_id:
             game.requests[request_id] = Duplicate(fingerprint, response)

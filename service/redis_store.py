@@ -3,7 +3,14 @@
 Key layout (``prefix`` defaults to ``gostop``); the ``{game_id}`` hash tag puts every key of a
 game in one Cluster slot, so each script below touches a single slot:
 
-- ``gostop:{<game_id>}:snap``: hash, fields ``version`` (decimal) and ``blob``.
+- ``gostop:{<game_id>}:snap``: hash, field ``version`` (decimal), the game's version, and its latest
+  snapshot in one of two fields: ``blob``, the state at ``version`` (the only form before
+  snapshots were skipped, and still the form after a commit that writes one), or ``base``,
+  ``<at>:<bytes>``, the state at the earlier version ``at``, whose log entries after ``at`` lead
+  to ``version``. A commit without a snapshot moves ``blob`` to ``base`` (or leaves ``base``); a
+  commit with one writes ``blob`` and drops ``base``. A server of before reads only ``blob``, so
+  it finds a game whose snapshot lags as corrupt (``DATA_LOSS``) rather than taking the old state
+  for the current one (what a rollback during play would otherwise do).
 - ``gostop:{<game_id>}:log``: stream, one entry per version with id ``<version>-0``, field ``e``
   holding the entry bytes and, for a step committed with a request id, field ``r`` holding its
   stored response.
@@ -130,7 +137,8 @@ return {3, resolved}
 
 COMMIT_LUA: Final = RESOLVE_LUA + """
 -- KEYS: snap, log, req.
--- ARGV: expected_version, blob, entry, ttl_ms, request_id, fingerprint, response.
+-- ARGV: expected_version, blob, entry, ttl_ms, request_id, fingerprint, response, has_blob ('1': blob
+-- is the snapshot at the new version; '0': no snapshot, the last one stays).
 -- Returns {1, new_version} | {2, current_version} | {3, stored request} | {4} | {5, reason}.
 local request_id = ARGV[5]
 if request_id ~= '' then
@@ -155,6 +163,16 @@ if version ~= tonumber(ARGV[1]) then
   return {2, version}
 end
 local next_version = string.format('%d', version + 1)
+-- Without a new snapshot, the current one (the state at this version) becomes the base.
+local moved
+if ARGV[8] ~= '1' then
+  local blob = redis.call('HGET', KEYS[1], 'blob')
+  if blob then
+    moved = string.format('%d', version) .. ':' .. blob
+  elseif redis.call('HEXISTS', KEYS[1], 'base') == 0 then
+    return {5, 'the game has no snapshot'}
+  end
+end
 -- The only write that can fail on well-typed keys (a log ahead of the snapshot): do it first,
 -- since a failing script keeps the writes it already made.
 local added
@@ -166,7 +184,15 @@ end
 if type(added) == 'table' and added.err then
   return {5, 'log append failed: ' .. added.err}
 end
-redis.call('HSET', KEYS[1], 'version', next_version, 'blob', ARGV[2])
+if ARGV[8] == '1' then
+  redis.call('HSET', KEYS[1], 'version', next_version, 'blob', ARGV[2])
+  redis.call('HDEL', KEYS[1], 'base')
+elseif moved then
+  redis.call('HSET', KEYS[1], 'version', next_version, 'base', moved)
+  redis.call('HDEL', KEYS[1], 'blob')
+else
+  redis.call('HSET', KEYS[1], 'version', next_version)
+end
 if request_id ~= '' then
   redis.call('HSET', KEYS[3], request_id, ARGV[6] .. '\0v' .. next_version)
 end
@@ -524,21 +550,28 @@ class RedisStore:
     async def load(self, game_id: str) -> Snapshot | None:
         snap = self._keys(game_id)[0]
         if self._fast is not None:
-            reply = await self._direct(("HMGET", snap, "version", "blob"), idempotent=True)
+            reply = await self._direct(("HMGET", snap, "version", "blob", "base"), idempotent=True)
         else:
-            reply = await self._run(lambda: self._client.hmget(snap, ["version", "blob"]), idempotent=True)
-        version, blob = reply
-        if version is None and blob is None:
+            reply = await self._run(lambda: self._client.hmget(snap, ["version", "blob", "base"]), idempotent=True)
+        version, blob, base = reply
+        if version is None and blob is None and base is None:
             return None
-        if not isinstance(version, bytes) or not isinstance(blob, bytes) or not version.isdigit():
-            raise StoreCorrupt(f"game {game_id!r}: snapshot without a valid version and blob")
-        return Snapshot(int(version), blob)
+        if not isinstance(version, bytes) or not version.isdigit():
+            raise StoreCorrupt(f"game {game_id!r}: snapshot without a valid version")
+        if isinstance(blob, bytes):
+            return Snapshot(int(version), blob)
+        if isinstance(base, bytes):
+            at, _, blob = base.partition(b":")
+            if not at.isdigit() or not 0 < int(at) < int(version):
+                raise StoreCorrupt(f"game {game_id!r}: a base snapshot without a valid version")
+            return Snapshot(int(version), blob, int(at))
+        raise StoreCorrupt(f"game {game_id!r}: no snapshot")
 
     async def commit(
         self,
         game_id: str,
         expected_version: int,
-        blob: bytes,
+        blob: bytes | None,
         entry: bytes,
         ttl_ms: int,
         request_id: str = "",
@@ -548,7 +581,8 @@ class RedisStore:
         keys = self._keys(game_id)
         check_ttl(ttl_ms)
         check_fingerprint(fingerprint)
-        args: list[bytes | str | int] = [expected_version, blob, entry, ttl_ms, request_id, fingerprint, response]
+        args: list[bytes | str | int] = [expected_version, b"" if blob is None else blob, entry, ttl_ms, request_id,
+                                         fingerprint, response, "0" if blob is None else "1"]
         result = await self._script(self._commit, keys, args)
         try:
             code = int(result[0])

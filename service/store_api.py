@@ -1,10 +1,12 @@
 """The storage contract of the game service.
 
-A game is a snapshot (the serialized engine ``Match``) at a version, a log of committed
-entries (one per version, each holding the unredacted events of that step), and the
-stored responses of idempotent requests. Every commit is atomic: the version check,
-the new snapshot, the log entry and the idempotent response are written together or
-not at all. Two implementations honour this contract: an in-process memory store (the
+A game is a version, a snapshot (the serialized engine ``Match``) at that version or an earlier
+one, a log of committed entries (one per version, each holding the step that made it and its
+unredacted events), and the stored responses of idempotent requests. The state at the version is
+the snapshot's with the log entries after the snapshot's version replayed (the engine is
+deterministic), so a commit need not write a snapshot every time. Every commit is atomic: the
+version check, the new snapshot (if any), the log entry and the idempotent response are written
+together or not at all. Two implementations honour this contract: an in-process memory store (the
 embedded default) and Redis (standalone, Sentinel or Cluster), where all keys of one
 game share a Cluster hash slot through the ``{game_id}`` tag.
 """
@@ -34,10 +36,18 @@ class StoreCorrupt(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """A game's latest committed state."""
+    """A game's latest committed version and its latest snapshot."""
 
     version: int
     blob: bytes
+    at: int | None = None
+    """The version ``blob`` is the state of when it is older than ``version`` (the log entries
+    after ``at`` lead from it to ``version``); None when ``blob`` is the state at ``version``."""
+
+    @property
+    def blob_version(self) -> int:
+        """The version ``blob`` is the state of."""
+        return self.version if self.at is None else self.at
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +111,7 @@ class Store(Protocol):
         self,
         game_id: str,
         expected_version: int,
-        blob: bytes,
+        blob: bytes | None,
         entry: bytes,
         ttl_ms: int,
         request_id: str = "",
@@ -110,8 +120,9 @@ class Store(Protocol):
     ) -> CommitResult:
         """Atomically: if ``request_id`` is non-empty and already stored, return
         ``Duplicate``; if the game is missing, ``Missing``; if it is not at
-        ``expected_version``, ``Conflict``; otherwise write the snapshot at
-        ``expected_version + 1``, append ``entry`` to the log under that version, store
+        ``expected_version``, ``Conflict``; otherwise move the game to ``expected_version + 1``
+        with ``blob`` as its snapshot at that version (``None``: the last snapshot stays, as the
+        state at its own version), append ``entry`` to the log under that version, store
         (fingerprint, response) under ``request_id`` when given, set every key of the game
         to expire in ``ttl_ms``, and return ``Committed``."""
         ...

@@ -127,6 +127,25 @@ async def test_binary_payloads_round_trip(store: Store) -> None:
     assert await store.lookup_request("g1", "r") == Duplicate("fp-é", response)
 
 
+async def test_a_commit_without_a_snapshot_keeps_the_last_one_with_its_version(store: Store) -> None:
+    """``blob=None``: the game moves on, its log grows, and its snapshot stays the state at the
+    version it was written at (binary bytes, a ``:`` in them included), until a commit writes one."""
+    first = b"s1:\x00\xff" + bytes(range(256))
+    await store.create("g1", first, b"e1", TTL)
+    assert await store.commit("g1", 1, None, b"e2", TTL, "r2", "fp", b"resp2") == Committed(2)
+    assert await store.load("g1") == Snapshot(2, first, 1)
+    assert await store.commit("g1", 2, None, b"e3", TTL) == Committed(3)
+    assert await store.load("g1") == Snapshot(3, first, 1)
+    assert await store.commit("g1", 3, b"s4", b"e4", TTL) == Committed(4)
+    assert await store.load("g1") == Snapshot(4, b"s4")
+    assert await store.commit("g1", 4, None, b"e5", TTL) == Committed(5)
+    snapshot = await store.load("g1")
+    assert snapshot == Snapshot(5, b"s4", 4) and snapshot.blob_version == 4
+    assert await store.commit("g1", 4, None, b"late", TTL) == Conflict(5)
+    assert await store.commit("g1", 1, None, b"again", TTL, "r2", "fp", b"other") == Duplicate("fp", b"resp2")
+    assert await store.read_log("g1", 0) == [LogEntry(v, f"e{v}".encode()) for v in range(1, 6)]
+
+
 # -- commit --
 
 
@@ -369,6 +388,51 @@ async def test_redis_key_layout(redis_server: RedisServer, raw: Redis) -> None:
     assert await raw.hgetall(f"{base}:req") == {b"r1": b"fp\x00v2"}, "the response is stored once, in the log"
     for key in ("snap", "log", "req"):
         assert 0 < await raw.pttl(f"{base}:{key}") <= TTL
+
+
+async def test_redis_a_lagging_snapshot_is_no_blob_a_server_of_before_would_read(redis_server: RedisServer,
+                                                                              raw: Redis) -> None:
+    """``blob`` is only ever the state at ``version``: a commit without a snapshot moves it to ``base``
+    (``<at>:<bytes>``), so a server of before (which reads ``version`` and ``blob``) finds no snapshot
+    (corrupt, ``DATA_LOSS``) instead of serving the old state as the current one; a commit with a
+    snapshot writes ``blob`` again and drops ``base``."""
+    prefix = _prefix()
+    store = RedisStore.from_url(redis_server.url, prefix=prefix)
+    snap = f"{prefix}:{{g1}}:snap"
+    try:
+        await store.create("g1", b"s1", b"e1", TTL)
+        assert await raw.hgetall(snap) == {b"version": b"1", b"blob": b"s1"}
+        await store.commit("g1", 1, None, b"e2", TTL)
+        await store.commit("g1", 2, None, b"e3", TTL)
+        assert await raw.hgetall(snap) == {b"version": b"3", b"base": b"1:s1"}
+        await store.commit("g1", 3, b"s4", b"e4", TTL)
+        assert await raw.hgetall(snap) == {b"version": b"4", b"blob": b"s4"}
+    finally:
+        await store.close()
+
+
+async def test_redis_corrupt_base_snapshots(redis_server: RedisServer, raw: Redis) -> None:
+    prefix = _prefix()
+    store = RedisStore.from_url(redis_server.url, prefix=prefix)
+    try:
+        for n, base in enumerate((b"s1", b"x:s1", b":s1", b"0:s1", b"3:s1", b"9:s1")):
+            game = f"g{n}"
+            await store.create(game, b"s1", b"e1", TTL)
+            await store.commit(game, 1, None, b"e2", TTL)
+            await store.commit(game, 2, None, b"e3", TTL)
+            await raw.hset(f"{prefix}:{{{game}}}:snap", "base", base)
+            with pytest.raises(StoreCorrupt):
+                await store.load(game)
+        # A game with a version and no snapshot at all: a load and a commit without one refuse it.
+        await store.create("none", b"s1", b"e1", TTL)
+        await raw.hdel(f"{prefix}:{{none}}:snap", "blob")
+        with pytest.raises(StoreCorrupt):
+            await store.load("none")
+        with pytest.raises(StoreCorrupt):
+            await store.commit("none", 1, None, b"e2", TTL)
+        assert await store.read_log("none", 0) == [LogEntry(1, b"e1")], "nothing written"
+    finally:
+        await store.close()
 
 
 async def test_redis_reads_requests_stored_before_the_log_held_responses(redis_server: RedisServer,
@@ -694,6 +758,7 @@ OPERATIONS = st.lists(
             GAMES,
             st.one_of(st.none(), st.integers(0, 6)),  # None: the current version
             st.binary(max_size=6),
+            st.booleans(),  # with a snapshot, or none (the last one stays)
             REQUEST_IDS,
             st.sampled_from(["f1", "f2"]),
             st.binary(max_size=4),
@@ -713,9 +778,10 @@ async def _apply(store: Store, operation: tuple[Any, ...], current: int) -> obje
     if kind == "load":
         return await store.load(game)
     if kind == "commit":
-        expected, data, request_id, fingerprint, response = args
+        expected, data, snapshot, request_id, fingerprint, response = args
         version = current if expected is None else expected
-        return await store.commit(game, version, data, data[::-1], TTL, request_id, fingerprint, response)
+        return await store.commit(game, version, data if snapshot else None, data[::-1], TTL, request_id,
+                                  fingerprint, response)
     if kind == "lookup":
         return await store.lookup_request(game, args[0])
     if kind == "read_log":

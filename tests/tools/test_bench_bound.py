@@ -21,6 +21,7 @@ async def test_later_turns_commit_the_first_turns_bytes_at_the_next_version() ->
     store = open_store(None)
     auth = Authenticator(b"k" * 32, (), ())
     games = DomainFreeGames(store, auth, Config(), Metrics())
+    games.snapshot_every = 2  # a snapshot at versions 2 and 4, none at 3
     created = await games.create(pb.CreateGameRequest(preset="standard", players=2, seed=7), auth.caller(()))
     seats = [auth.caller((("authorization", f"Bearer {s.token}"),)) for s in created.seats]
     mover = created.view.to_move
@@ -36,12 +37,14 @@ async def test_later_turns_commit_the_first_turns_bytes_at_the_next_version() ->
     first = await submit(1, played, "r1")
     assert first.result.version == 2
     snapshot = await store.load(created.game_id)
-    assert snapshot is not None and snapshot.version == 2
+    assert snapshot is not None and snapshot.version == 2 and snapshot.at is None
     after_first: Match = match_from_bytes(compact.unpack("snap", snapshot.blob))
 
     # Later turns: no engine (the card already played is taken again, which the game would refuse),
     # the same bytes.
     second = await submit(2, played, "r2")
+    between = await store.load(created.game_id)
+    assert between is not None and (between.version, between.at) == (3, 2), "version 3 writes no snapshot"
     third = await submit(3, played, "r3")
     assert (second.result.version, third.result.version) == (3, 4)
     for later in (second, third):
@@ -50,7 +53,7 @@ async def test_later_turns_commit_the_first_turns_bytes_at_the_next_version() ->
         again.result.version = 2
         assert again == first
     snapshot = await store.load(created.game_id)
-    assert snapshot is not None and snapshot.version == 4
+    assert snapshot is not None and snapshot.version == 4 and snapshot.at is None
     assert match_from_bytes(compact.unpack("snap", snapshot.blob)) == after_first
 
     # What it keeps of the service: the version check and the idempotent answer.
