@@ -63,6 +63,7 @@ from .game import (
     seat_score,
 )
 from .match import Match, RoundResult, match_apply, new_match, next_round, round_seed
+from .observation import Observer
 from .rules import FIELDS, PRESET_PLAYERS, PRESETS, Rules
 from .scoring import Score, go_score, score
 from .serialize import (
@@ -85,7 +86,7 @@ __all__ = [
     "PRESETS", "PRESET_PLAYERS", "SPECTATOR", "Action", "Bill", "Bomb", "ChooseCapture",
     "ConvertGukjin", "CorruptSnapshot", "Deal", "DeclineGwangSale", "EngineError", "Event", "Factor",
     "FlipOnly", "Go", "IllegalAction", "InvalidDeal", "InvalidRules", "JoinRound", "KeepGukjin", "Kind",
-    "MalformedAction", "Match", "NotYourTurn", "Payment", "Phase", "PlayCard", "Playout", "RoundOver",
+    "MalformedAction", "Match", "NotYourTurn", "Observer", "Payment", "Phase", "PlayCard", "Playout", "RoundOver",
     "RoundResult", "Rules", "Score", "SeatState", "SellGwang", "Settlement", "SitOut", "State", "Stop",
     "View", "action_from_id", "action_id", "apply", "apply_unchecked", "card_code", "card_from_code",
     "card_places", "check", "deck", "event_from_json", "event_to_json", "go_score", "legal_action_ids",

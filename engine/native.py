@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 COMPILED_MODULES: Final = (
-    "cards", "dealing", "events", "game", "legality", "scoring", "settle", "settlement", "state", "turns",
-    "working",
+    "cards", "dealing", "events", "game", "legality", "observation", "scoring", "settle", "settlement", "state",
+    "turns", "working",
 )
 """The modules the build compiles (``setup.py``): the rules' hot path, a step of ``apply`` or
-``Playout`` with its events and frozen states."""
+``Playout`` with its events and frozen states, and a seat's observation vector kept current step by
+step (the research environments' hot path)."""
 SUPPORT_MODULES: Final = ("actions", "errors", "rng", "rules")
 """Interpreted modules the compiled ones import: type-checked with them, and part of the manifest
 (a change to one makes the compiled build stale). ``errors`` stays interpreted (a compiled

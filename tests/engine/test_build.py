@@ -148,7 +148,8 @@ def test_a_build_for_another_python_or_incomplete_is_not_used(tmp_path: Path) ->
 
 def played_values() -> list[Any]:
     """The frozen values of random rounds of every preset and table size: states (with their seats,
-    turns in progress, plays and payments), events (with scores and settlements) and deals."""
+    turns in progress, plays and payments), events (with scores and settlements) and deals; and the
+    blocks of the observation's layout."""
     values: list[Any] = []
     chooser = random.Random(26)
     for preset in PRESETS:
@@ -166,6 +167,7 @@ def played_values() -> list[Any]:
                 assert state.settlement is not None
                 values += [state.settlement, *state.settlement.bills, *state.settlement.winner_factors]
     values.append(gostop.engine.Deal(((0, 1), (2, 3)), (4, 5), (6, 7), 1))
+    values += gostop.engine.observation.LAYOUT  # (the observation's layout: frozen values too)
     return values
 
 
