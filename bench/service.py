@@ -27,8 +27,8 @@ server's own per-call means (RPC and store operations) from its Prometheus endpo
 ``--profile-server FILE`` runs a single server under cProfile. ``--domain-free`` measures a bound
 instead of the service: the server of ``bench/domain_free.py``, whose SubmitActions after
 a game's first skip the turn's domain work (engine step, view, events, log entry, snapshot) and
-commit that first turn's bytes again, so that its figures are what any faster domain code could
-reach at most.
+commit that first turn's bytes again (its snapshot at the versions where the service writes one),
+so that its figures are what any faster domain code could reach at most.
 
 ``--compare-workers 1,2`` runs the whole measurement once per worker count, each against a fresh
 server, and prints the throughput ratio of each count to the first (issue 7's goal: at least 1.6x
