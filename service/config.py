@@ -50,6 +50,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log_format", "GOSTOP_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)"),
     Setting("log_level", "GOSTOP_LOG_LEVEL", "info", "debug, info, warning or error"),
     Setting("snapshot_cache", "GOSTOP_SNAPSHOT_CACHE", 10000, "games whose last snapshot a process keeps"),
+    Setting("snapshot_every", "GOSTOP_SNAPSHOT_EVERY", 4,
+            "a commit writes the game's snapshot at every Nth version and at each round's end (1-64); a load "
+            "replays the log entries after it; 1: at every version (before deploying an engine that plays "
+            "some step differently)"),
     Setting("event_loop", "GOSTOP_EVENT_LOOP", "uvloop",
             "uvloop (faster; the default) or asyncio (the standard library's event loop)"),
     Setting("workers", "GOSTOP_WORKERS", 1,
@@ -118,6 +122,7 @@ class Config:
     log_format: str = "auto"
     log_level: str = "info"
     snapshot_cache: int = 10000
+    snapshot_every: int = 4
     event_loop: str = "uvloop"
     workers: int = 1
     max_watch_per_game: int = 64
@@ -171,6 +176,8 @@ class Config:
             raise ValueError("bot_budget_ms must be 1 to bot_budget_max_ms")
         if not 1 <= self.bot_shards <= 1024:
             raise ValueError("bot_shards must be 1-1024")
+        if not 1 <= self.snapshot_every <= MAX_SNAPSHOT_EVERY:
+            raise ValueError(f"GOSTOP_SNAPSHOT_EVERY must be 1-{MAX_SNAPSHOT_EVERY}")
         parse_remote_bots(self.remote_bots)
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ValueError("set both GOSTOP_TLS_CERT and GOSTOP_TLS_KEY, or neither")
@@ -191,6 +198,8 @@ class Config:
                 raise ValueError(f"{name} must not be negative")
 
 
+MAX_SNAPSHOT_EVERY = 64
+"""The most versions a snapshot may lag by (a cache miss replays up to one less log entries)."""
 MAX_BOT_BUDGET_MS = 60000
 """The largest per-decision budget any server may allow (a minute: a bot seat is for playing)."""
 _ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")

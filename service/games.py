@@ -68,11 +68,12 @@ MAX_REQUEST_ID = 128
 LOG_PAGE = 500
 LOG_PAGE_MAX = 1000
 WATCH_POLL_MS = 15000
-SNAPSHOT_EVERY = 4
-"""A commit writes the game's snapshot when its version is a multiple of this (and whenever a round
-ends, and at creation): the others write only their log entry, and a load replays at most this
-many minus one entries after the snapshot. Serializing and deflating a snapshot is a third of a
-turn's domain work; replaying a step costs less than writing one (docs/engine-performance.md)."""
+SNAPSHOT_EVERY = Config().snapshot_every
+"""The default of ``GOSTOP_SNAPSHOT_EVERY``: a commit writes the game's snapshot when its version is
+a multiple of it (and whenever a round ends, and at creation); the others write only their log
+entry, and a load replays at most this many minus one entries after the snapshot. Serializing and
+deflating a snapshot is a third of a turn's domain work; replaying a step costs less than writing
+one (docs/engine-performance.md)."""
 
 
 FAIR_SCHEME = "gostop-fair-v1"
@@ -239,15 +240,13 @@ class StreamSlots:
 class Games:
     """Every operation of the API, over a ``Store``."""
 
-    snapshot_every: int = SNAPSHOT_EVERY
-    """``SNAPSHOT_EVERY`` for this instance (a test may commit a snapshot at every version, or never
-    between round ends)."""
-
     def __init__(self, store: Store, auth: Authenticator, config: Config, metrics: Metrics) -> None:
         self.store = store
         self.auth = auth
         self.config = config
         self.metrics = metrics
+        self.snapshot_every = config.snapshot_every
+        """A snapshot at every this many versions (``GOSTOP_SNAPSHOT_EVERY``; a test may change it)."""
         self._cache: OrderedDict[str, tuple[int, Match, RoundPlays | None]] = OrderedDict()
         """The last committed (or read) version of each recent game, with its round's plays
         encoded once that version was viewed or reached by a commit (``service.plays``)."""

@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 from gostop.engine import Match, legal_actions, match_apply, match_to_bytes
 from gostop.engine.actions import action_id
 from gostop.service import compact
+from gostop.service import config as config_module
 from gostop.service.auth import Authenticator, Caller
 from gostop.service.config import Config
 from gostop.service.games import SNAPSHOT_EVERY, Games
@@ -155,6 +156,30 @@ async def test_games_stored_with_a_snapshot_at_every_version_load_and_play_on(st
         version, loaded, _ = await _games(store)._load(player.id)
         assert match_to_bytes(loaded) == match_to_bytes(player.held())
     assert player.version > 6
+
+
+async def test_gostop_snapshot_every_sets_the_interval_and_1_leaves_no_snapshot_lagging(store: Store) -> None:
+    """``GOSTOP_SNAPSHOT_EVERY`` is the interval: 7 lets a snapshot lag by up to six versions; a
+    process set to 1 (what an operator does before deploying an engine that plays a step
+    differently) writes a snapshot at its first commit of a game, and none lags from then on."""
+    sparse = Games(store, AUTH, config_module.load(env={"GOSTOP_SNAPSHOT_EVERY": "7"}), Metrics())
+    player = await _Player.create(sparse, seed=31, rounds=1)
+    lags = []
+    for _ in range(12):
+        assert await player.step()
+        snapshot = await store.load(player.id)
+        assert snapshot is not None
+        lags.append(player.version - snapshot.blob_version)
+    assert lags[:6] == [1, 2, 3, 4, 5, 0] and max(lags) <= 6, lags  # (created at version 1, a snapshot at 7)
+    player.games = Games(store, AUTH, config_module.load(env={"GOSTOP_SNAPSHOT_EVERY": "1"}), Metrics())
+    await player.games._load(player.id)  # (the new process reads the game: a replay of the lagging versions)
+    while await player.step():
+        snapshot = await store.load(player.id)
+        assert snapshot is not None and snapshot.at is None and snapshot.version == player.version
+    with pytest.raises(ValueError, match="GOSTOP_SNAPSHOT_EVERY must be 1-64"):
+        config_module.load(env={"GOSTOP_SNAPSHOT_EVERY": "0"})
+    with pytest.raises(ValueError, match="GOSTOP_SNAPSHOT_EVERY must be 1-64"):
+        config_module.load(env={"GOSTOP_SNAPSHOT_EVERY": "65"})
 
 
 # ------------------------------------------------------------------ corrupt log entries
