@@ -279,10 +279,8 @@ class Observer:
             counts[24 + k] = len(s.ppeok_turns)
             counts[28 + k] = s.spare_flips
             if k == 0:
-                if hand is not c.hand:
-                    c.hand, c.hand_mask = hand, mask_of(hand)
-                planes[0] = c.hand_mask
-                visible |= c.hand_mask
+                planes[0] = self.hand_mask(i, hand)
+                visible |= planes[0]
         counts[32] = len(src.stock)
         if src.turn is not None:
             pending = pending_cards(src)
@@ -293,22 +291,13 @@ class Observer:
         if seen is None:
             seen = _Seen(self._template)
             self._seen[seat] = seen
-        out: Any = seen.vector  # (Any: compiled, its items are set with the boxed constants below)
+        out = seen.vector
         before = seen.planes
         for p in range(PLANES):
-            now = planes[p]
-            changed = now ^ before[p]
-            at = ALL_CARDS * p - 1
-            while changed:
-                low = changed & -changed
-                out[_INDEX[at + low.bit_length()]] = _ONE if now & low else _ZERO
-                changed ^= low
+            if planes[p] != before[p]:
+                _write_bits(out, ALL_CARDS * p, planes[p], before[p], _ONE, _ZERO)
         seen.planes = planes
-        changed = flags ^ seen.flags
-        while changed:
-            low = changed & -changed
-            out[_INDEX[FLAGS_AT - 1 + low.bit_length()]] = _ONE if flags & low else _ZERO
-            changed ^= low
+        _write_bits(out, FLAGS_AT, flags, seen.flags, _ONE, _ZERO)
         seen.flags = flags
         old = seen.counts
         for j in range(N_COUNTS):
@@ -316,11 +305,18 @@ class Observer:
             if value != old[j]:
                 out[COUNTS_AT + j] = float(value)
         seen.counts = counts
-        mask: Any = seen.mask
-        changed = legal ^ seen.legal
-        while changed:
-            low = changed & -changed
-            mask[_INDEX[low.bit_length() - 1]] = _TRUE if legal & low else _FALSE
-            changed ^= low
+        _write_bits(seen.mask, 0, legal, seen.legal, _TRUE, _FALSE)
         seen.legal = legal
         return seen.vector, seen.mask
+
+
+def _write_bits(buffer: Any, first: int, now: int, before: int, on: object, off: object) -> None:
+    """Entries ``first + i`` of ``buffer`` set to ``on`` or ``off`` for each bit ``i`` where ``now``
+    differs from ``before`` (the integer the entries encoded). ``buffer`` is ``Any`` and the values
+    boxed constants: compiled, the items are set without making a Python object for each."""
+    changed = now ^ before
+    first -= 1
+    while changed:
+        low = changed & -changed
+        buffer[_INDEX[first + low.bit_length()]] = on if now & low else off
+        changed ^= low
