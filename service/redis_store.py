@@ -404,7 +404,7 @@ class RedisStore:
             }
             if sentinel_password is not None:
                 sentinel_options["password"] = sentinel_password
-            sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_options)  # type: ignore[no-untyped-call]
+            sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_options)
             auth: dict[str, Any] = {"username": username, "password": password, "db": db}
 
             def sentinel_master(socket_timeout: float, size: int) -> Redis:

@@ -409,13 +409,13 @@ class RedisStore:
             for item in parts.netloc.rpartition("@")[2].split(","):
                 host, _, port = item.rpartition(":")
                 hosts.append((host.strip("[]") or item, int(port) if host else 26379))
-            sentinel = Sentinel(hosts, socket_connect_timeout=5,  # type: ignore[no-untyped-call]
+            sentinel = Sentinel(hosts, socket_connect_timeout=5,
                                 sentinel_kwargs={"socket_connect_timeout": 5, "socket_timeout": 30})
             self.sentinels = list(sentinel.sentinels)
             self.client = sentinel.master_for(path[0], username=unquote(parts.username or "") or None,
                                               password=unquote(parts.password or "") or None,
                                               db=int(path[1]) if len(path) == 2 else 0,
-                                              socket_timeout=30)  # type: ignore[no-untyped-call]
+                                              socket_timeout=30)
         elif scheme == "redis+cluster":
             from redis.cluster import ClusterNode, RedisCluster
 
