@@ -36,17 +36,14 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
-# Build tools and the code generator first (their own layer: they change less often than the code).
-# grpcio-tools (pinned as in pyproject.toml) generates the gRPC code during the build below, and
-# protoc-gen-connectrpc (likewise) the Connect services of the HTTP port; mypy's mypyc (likewise)
-# compiles the engine's hot modules with the C compiler installed here (setup.py). The runtime stage
-# has no compiler: the compiled modules need none.
-ARG PIP_VERSION=26.3
-ARG SETUPTOOLS_VERSION=84.2.1
-ARG WHEEL_VERSION=0.46.3
-ARG GRPCIO_TOOLS_VERSION=1.85.1
-ARG MYPY_VERSION=2.4.1
-ARG CONNECTRPC_VERSION=0.13.0
+# Every package from requirements.lock, by version and hash (docs/development.md): uv (pinned, in
+# its own venv, which the final stage does not copy) installs the [server] extra's dependencies and
+# the build group - grpcio-tools generates the gRPC code during the build below, protoc-gen-connectrpc
+# the Connect services of the HTTP port, and mypy's mypyc compiles the engine's hot modules with the
+# C compiler installed here (setup.py) - constrained to the lock, whose hashes it checks. Their own
+# layer: they change less often than the code. The runtime stage has no compiler: the compiled
+# modules need none.
+ARG UV_VERSION=0.13.8
 # The official Python images carry Python's headers; a Python of Debian's packages (a base made with
 # mmdebstrap, see docs/kubernetes.md) has them in libpython3.X-dev, installed here when missing.
 # hadolint ignore=DL3008
@@ -55,9 +52,11 @@ RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
         apt-get install -y --no-install-recommends \
         "libpython$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev"; fi \
     && rm -rf /var/lib/apt/lists/*
-RUN pip install "pip==${PIP_VERSION}" "setuptools==${SETUPTOOLS_VERSION}" "wheel==${WHEEL_VERSION}" \
-    "grpcio-tools==${GRPCIO_TOOLS_VERSION}" "protoc-gen-connectrpc==${CONNECTRPC_VERSION}" "mypy==${MYPY_VERSION}"
-COPY pyproject.toml setup.py MANIFEST.in README.md ./
+RUN python -m venv /opt/uv && /opt/uv/bin/pip install "uv==${UV_VERSION}"
+COPY pyproject.toml requirements.lock ./
+RUN /opt/uv/bin/uv pip install --python /opt/venv/bin/python --no-cache --constraint requirements.lock \
+    --requirements pyproject.toml --extra server --group pyproject.toml:build
+COPY setup.py MANIFEST.in README.md ./
 COPY proto ./proto
 COPY scripts/gen_proto.py ./scripts/gen_proto.py
 COPY engine ./engine
@@ -67,7 +66,7 @@ COPY --from=web /src/clients/python/gostop/web ./clients/python/gostop/web
 # Build and install with the tools installed above (no build isolation: nothing fetched at build
 # time beyond the dependencies), then import from the venv (-I: not from /src) to prove it was
 # installed, its engine compiled, the web table with it (the server serves it at / of the HTTP port).
-RUN pip install --no-build-isolation './[server]' \
+RUN pip install --no-build-isolation --no-deps './[server]' \
     && python -I -c "import gostop.v1.game_pb2_grpc, gostop.service.server, gostop.engine" \
     && python -I -c "import gostop.engine as e; assert e.BUILD.compiled, e.BUILD.reason" \
     && python -I -c "from gostop.service.http import web_root; assert web_root(), 'no web table'" \

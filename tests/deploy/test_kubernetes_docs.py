@@ -27,10 +27,13 @@ from typing import Any
 
 import pytest
 
+# Not in make check: docs/kubernetes.md's commands, with helm.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "kubernetes.md"
 HELM = ROOT / ".tools" / "bin" / "helm"
-TOOLS_PYTHON = ROOT / ".tools" / "venv" / "bin" / "python"
+TOOLS_PYTHON = ROOT / ".venv" / "bin" / "python"
 FENCE = re.compile(r"^```(\S*)\s*$")
 
 HELM_WRAPPER = r"""#!/bin/bash
