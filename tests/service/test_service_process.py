@@ -408,3 +408,19 @@ async def test_every_call_logs_one_json_line_with_its_context(service_redis: Red
         assert isinstance(line["duration_ms"], float) and line["duration_ms"] >= 0
         assert line["timestamp"].endswith("Z")
     assert '"stopped"' in text
+
+
+async def test_serve_says_where_to_point_the_browser_and_grpc() -> None:
+    """``make run`` (log format auto) says in plain words where the web table and gRPC are; the
+    JSON log lines are still there, and with GOSTOP_LOG_FORMAT=json only they are."""
+    http_port = free_port()
+    server = await start_process("", GOSTOP_LOG_FORMAT="auto", GOSTOP_HTTP_LISTEN=f"127.0.0.1:{http_port}")
+    server.stop()
+    text = server.log()
+    assert f"open http://127.0.0.1:{http_port}/ in a browser" in text
+    assert re.search(rf"gRPC: +127\.0\.0\.1:{server.port}\n", text)
+    assert "gone when it stops" in text, "the memory store's games do not outlive the process"
+    server = await start_process("", GOSTOP_HTTP_LISTEN=f"127.0.0.1:{free_port()}")
+    server.stop()
+    assert "in a browser" not in server.log()
+    assert all(line.startswith("{") for line in server.log().splitlines() if line.strip())

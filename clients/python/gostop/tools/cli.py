@@ -11,6 +11,7 @@ import gc
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from gostop.engine.cli import demo
 from gostop.engine.rules import PRESETS
@@ -104,6 +105,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
         server = Server(config)
         attach_in_process_worker(server)
+        if config.log_format != "json":  # an explicit json keeps the output machine-readable only
+            server.companions.append(Welcome(server))
         tune_gc()
         await server.serve_forever()
 
@@ -118,6 +121,43 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stderr.write(f"gostop serve: {exc}\n")
         return 1
     return 0
+
+
+class Welcome:
+    """Says on stderr, in plain words beside the log, where a person points a browser and a gRPC
+    client, once the server serves (a companion: it starts after the ports). Not with
+    ``GOSTOP_LOG_FORMAT=json``, where every line must be JSON."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+
+    async def start(self) -> None:
+        sys.stderr.write(welcome_text(self.server))
+        sys.stderr.flush()
+
+    async def stop(self) -> None:
+        return None
+
+
+def welcome_text(server: Any) -> str:
+    """The lines ``Welcome`` prints: the web table's address, gRPC's, the metrics' and the store."""
+    config = server.config
+
+    def address(host: str, port: int) -> str:
+        host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(host, host)
+        return f"{host}:{port}" if ":" not in host or host.startswith("[") else f"[{host}]:{port}"
+
+    lines = ["", "gostop is serving."]
+    if server.http_port:
+        where = address(config.http_listen.rpartition(":")[0], server.http_port)
+        lines.append(f"  The web table:  open http://{where}/ in a browser (Connect and gRPC-Web answer there too)")
+    tls = " (TLS)" if config.tls_cert else ""
+    lines.append(f"  gRPC:           {address(config.listen.rpartition(':')[0], server.port)}{tls}")
+    if server.metrics_port:
+        lines.append(f"  Metrics:        http://{address(config.metrics_host, server.metrics_port)}/metrics")
+    if server.store.name == "memory":
+        lines.append("  Games are kept in this process's memory: they are gone when it stops (Ctrl-C).")
+    return "\n".join(lines) + "\n\n"
 
 
 def add_client_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
