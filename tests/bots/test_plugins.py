@@ -87,6 +87,7 @@ def test_a_bot_registered_by_an_installed_package(plugin_dir: Path, monkeypatch:
         make_bot("second")
 
 
+@pytest.mark.slow  # a whole tournament
 def test_the_example_bot_enters_a_duplicate_tournament(tmp_path: Path) -> None:
     """As docs/clients.md says: from the example's folder, ``gostop tournament --bots greedy,my_bot:MyBot``."""
     assert "gostop tournament --bots greedy,my_bot:MyBot" in (ROOT / "docs/clients.md").read_text()

@@ -542,6 +542,7 @@ def _kill(server: ServerProcess) -> None:
     server.stop()
 
 
+@pytest.mark.slow  # a server process restarted
 async def test_watch_and_submit_survive_a_server_restart(service_redis: RedisServer) -> None:
     port = free_port()
     first = _start_on(port, service_redis.url)

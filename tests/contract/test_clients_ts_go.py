@@ -40,6 +40,9 @@ import pytest
 from gostop.service.config import Config
 from gostop.service.embedded import EmbeddedServer
 
+# Not in make check: the TypeScript and Go clients, built with their toolchains.
+pytestmark = pytest.mark.slow
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 TS_DIR: Final = ROOT / "clients" / "typescript"
 GO_DIR: Final = ROOT / "clients" / "go"

@@ -28,6 +28,9 @@ import pytest
 
 from testkit.servers import start_process
 
+# Not in make check: grpcurl, a Go tool.
+pytestmark = pytest.mark.slow
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 DOC: Final = ROOT / "docs" / "grpcurl.md"
 TOOLS: Final = ROOT / ".tools" / "bin"

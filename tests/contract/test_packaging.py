@@ -29,6 +29,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 import setup
 from testkit.redis_server import free_port
 
+# Not in make check: wheels built and installed in new environments.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 COMPILED = setup.why_not_compiled() is None
 """The build compiles the engine here (a C compiler, mypyc: setup.py's own answer)."""

@@ -16,6 +16,9 @@ from typing import Final
 
 import pytest
 
+# Not in make check: the buf CLI.
+pytestmark = pytest.mark.slow
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 BUF: Final = ROOT / ".tools" / "node_modules" / ".bin" / "buf"
 BASELINE: Final = ROOT / "proto" / "baseline" / "gostop-v1.binpb"

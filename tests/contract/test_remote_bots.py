@@ -30,6 +30,9 @@ import pytest
 from gostop.tools import tournament as t
 from gostop.v1 import bot_pb2, bot_pb2_grpc
 
+# Not in make check: bot servers built with the Go and TypeScript toolchains.
+pytestmark = pytest.mark.slow
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 TS_DIR: Final = ROOT / "clients" / "typescript"
 GO_DIR: Final = ROOT / "clients" / "go"

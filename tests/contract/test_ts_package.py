@@ -34,6 +34,9 @@ import pytest
 from gostop.service.config import Config
 from gostop.service.embedded import EmbeddedServer
 
+# Not in make check: the TypeScript package, built and packed with npm.
+pytestmark = pytest.mark.slow
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 TS_DIR: Final = ROOT / "clients" / "typescript"
 CHECK_BUNDLE: Final = TS_DIR / "tools" / "check-browser-bundle.mjs"

@@ -69,6 +69,9 @@ from gostop.v1 import game_pb2 as pb
 from testkit.connect import ConnectStub
 from testkit.servers import Api
 
+# Not in make check: the container image, built and run.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 DOC = ROOT / "docs" / "kubernetes.md"

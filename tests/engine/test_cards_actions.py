@@ -253,7 +253,7 @@ def test_malformed_actions(action: Any) -> None:
         apply(state, action)
 
 
-@pytest.mark.parametrize("thing", [None, 5, "Go", object(), Rules()], ids=repr)
+@pytest.mark.parametrize("thing", [None, 5, "Go", object(), Rules()], ids=lambda thing: type(thing).__name__)
 def test_non_actions_are_malformed(thing: Any) -> None:
     with pytest.raises(MalformedAction):
         action_id(thing)

@@ -17,6 +17,9 @@ from gostop.engine import Rules, State, card_places, legal_actions
 from gostop.engine.events import RoundSettled
 from testkit.configs import CONFIGS, config_id, play_random
 
+# Not in make check: ten thousand rounds per table.
+pytestmark = pytest.mark.slow
+
 ROUNDS: Final = 10_000
 
 

@@ -289,6 +289,7 @@ def test_regression_ismcts_budget_spent_after_the_first_simulation_still_chooses
     play_round(rules, 5, [IsmctsBot(seed=1, iterations=1), make_bot("greedy")])
 
 
+@pytest.mark.slow  # a whole tournament
 def test_ismcts_bot_plays_in_a_tournament_through_the_service(tmp_path: Path) -> None:
     """``gostop tournament --bots greedy,gostop.env.openspiel:IsmctsBot:...``: the bot decides on
     the views the service sends (``wire.convert.view_from_pb``), a duplicate deal from each seat."""

@@ -40,6 +40,9 @@ from testkit.servers import stub as make_stub
 
 from .harness import reason_of, record, scaled
 
+# Not in make check: generated hostile requests in volume.
+pytestmark = pytest.mark.slow
+
 SERVICE = pb.DESCRIPTOR.services_by_name["GameService"]
 METHODS = {m.name: m for m in SERVICE.methods}
 CLEAR = {

@@ -12,9 +12,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from gostop.v1 import game_pb2 as pb
 from testkit.redis_server import RedisServer, RespError, command
 from testkit.servers import OPERATOR, ROOT, client, start_process
+
+# Not in make check: bot workers killed under load.
+pytestmark = pytest.mark.slow
 
 BOT_KEY = "bot-key-for-failover-tests-0123"
 CLAIM_IDLE_MS = 1500

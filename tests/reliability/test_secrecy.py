@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+import pytest
 import structlog
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
@@ -57,6 +58,9 @@ from testkit.servers import (
 )
 
 from .harness import budget, record, sized, soak
+
+# Not in make check: many games through every port and server processes.
+pytestmark = pytest.mark.slow
 
 CARD_FIELDS = {
     ("GameView", "floor"), ("SeatView", "hand"), ("SeatView", "revealed"), ("SeatView", "captured"),

@@ -11,6 +11,8 @@ import asyncio
 import random
 import time
 
+import pytest
+
 from gostop.service.store_api import Store
 from gostop.service.stores import open_store
 from testkit.redis_server import RedisClusterServers, RedisServer
@@ -23,6 +25,9 @@ from testkit.servers import (
 )
 
 from .harness import Storm, budget, closing, create_games, record, sized, soak, verify
+
+# Not in make check: storms of calls on several server processes.
+pytestmark = pytest.mark.slow
 
 
 async def _storm_rounds(apis: list[Api], store: Store, clients: int, games: int, seed: int, share: float) -> None:

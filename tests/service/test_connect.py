@@ -313,6 +313,7 @@ async def test_nothing_hidden_reaches_a_browser(protocol: str) -> None:
     assert checked > 100
 
 
+@pytest.mark.slow  # several server processes
 async def test_every_worker_shares_the_http_port(service_redis: RedisServer) -> None:
     """``--workers 2``: both worker processes listen on the HTTP port (SO_REUSEPORT) and answer."""
     port, http_port = free_port(), free_port()

@@ -199,6 +199,7 @@ async def create_on_a_fresh_connection(port: int, seed: int) -> Game:
         return await Api(channel, stub(channel), port).create("classic", players=4, seed=seed)
 
 
+@pytest.mark.slow  # several server processes
 async def test_every_worker_serves_its_metrics(workers: tuple[subprocess.Popen[bytes], int, int, Path]) -> None:
     process, port, metrics, log = workers
     await wait_serving(port, process, timeout=30)

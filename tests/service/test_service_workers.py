@@ -25,6 +25,9 @@ from gostop.v1 import game_pb2 as pb
 from testkit.redis_server import RedisServer, free_port
 from testkit.servers import OPERATOR_KEY, ROOT, Api, Game, stub, wait_serving
 
+# Not in make check: several server processes.
+pytestmark = pytest.mark.slow
+
 HOST = "127.0.0.1"
 
 

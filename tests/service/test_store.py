@@ -36,7 +36,9 @@ from gostop.service.stores import open_store
 from testkit.redis_server import RedisClusterServers, RedisSentinelServers, RedisServer, free_port
 
 TTL = 60_000
-BACKENDS = ["memory", "redis", "sentinel", "cluster"]
+# Sentinel and Cluster start several redis-servers: not in make check.
+BACKENDS = ["memory", "redis", pytest.param("sentinel", marks=pytest.mark.slow),
+            pytest.param("cluster", marks=pytest.mark.slow)]
 
 
 # -- servers (one of each per session) and stores (one per test, with a fresh key prefix) --
@@ -492,6 +494,7 @@ async def test_redis_corrupt_data(redis_server: RedisServer, raw: Redis) -> None
         await store.close()
 
 
+@pytest.mark.slow  # a Redis Cluster
 async def test_cluster_keys_of_a_game_share_a_slot(redis_cluster: RedisClusterServers | None) -> None:
     assert redis_cluster is not None
     node = redis_cluster.nodes[0]

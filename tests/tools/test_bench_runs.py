@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+# Not in make check: the benchmarks, each a short window.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -335,6 +335,7 @@ async def test_a_remote_bot_plays_a_bot_seat(store_url: str) -> None:
         remote.stop(None)
 
 
+@pytest.mark.slow  # a Redis Cluster
 async def test_bot_seats_on_a_redis_cluster_spread_their_streams() -> None:
     """On a Cluster the shards' streams live on several masters (each its own slot) and the worker
     reads them in turn: a person still plays a whole round against two bot seats."""

@@ -28,6 +28,9 @@ from gostop.tools import tournament as t
 from testkit.redis_server import RedisClusterServers, RedisSentinelServers, RedisServer, free_port
 from testkit.servers import OPERATOR_KEY, ROOT, config, running_server
 
+# Not in make check: whole tournaments and their ladders.
+pytestmark = pytest.mark.slow
+
 PNG = b"\x89PNG\r\n\x1a\n"
 TABLES = [("standard", 2), ("standard", 3)]
 BOTS = {"random": "random", "greedy": "greedy", "mcts:cpu_millis=40": "greedy"}

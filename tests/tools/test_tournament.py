@@ -38,6 +38,9 @@ from gostop.wire import convert
 from gostop.wire.convert import view_from_pb
 from testkit.servers import OPERATOR, OPERATOR_KEY, ROOT, config, replay, running_server
 
+# Not in make check: whole tournaments.
+pytestmark = pytest.mark.slow
+
 OTHER = "greedy" if "greedy" in BOT_NAMES else "random"
 BOTS = ("random", OTHER)
 TABLES = (2, 3)

@@ -44,8 +44,10 @@ WEB = ROOT / "clients" / "web"
 ROLLDOWN = WEB / "node_modules" / ".bin" / "rolldown"
 NODE = shutil.which("node")
 
-pytestmark = pytest.mark.skipif(NODE is None or not ROLLDOWN.exists(),
-                                reason="needs node and clients/web's packages: make web")
+pytestmark = [
+    pytest.mark.slow,  # not in make check: Node and the web table's packages
+    pytest.mark.skipif(NODE is None or not ROLLDOWN.exists(), reason="needs node and clients/web's packages: make web"),
+]
 
 TABLES = [("standard", 2), ("standard", 3), ("classic", 2), ("classic", 3), ("classic", 4), ("house", 2),
           ("house", 3), ("arcade", 2), ("simple", 2)]

@@ -53,6 +53,7 @@ ARTIFACTS = ROOT / "test-artifacts" / "web"
 CHROMIUM = chromium()
 
 pytestmark = [
+    pytest.mark.slow,  # not in make check: Chromium
     pytest.mark.skipif(not page_built(), reason="the web table is not built: make web"),
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium: make chromium (Debian's package)"),
 ]
