@@ -53,7 +53,7 @@ from gostop.wire import convert
 
 from . import compact
 from .auth import Authenticator, Caller, seat_in
-from .bot_queue import BotQueue, BotTurn, now_ms
+from .bot_queue import BotQueue, BotTurn, check_request_id, now_ms
 from .bot_seats import BotSeatSpec, bot_seats_from_doc, bot_seats_to_doc, decider, parse_bot_seats
 from .config import Config
 from .errors import ServiceError, denied, invalid, not_found, precondition, stale, unauthenticated
@@ -520,6 +520,7 @@ class Games:
 
     async def submit(self, req: pb.SubmitActionRequest, caller: Caller) -> pb.SubmitActionResponse:
         seat = await self._seat(caller, req.game_id)
+        check_request_id(req.request_id, "act", req.expected_version, seat, caller.bot_seat is not None)
         which = req.WhichOneof("action")
         if which == "action_id":
             action = action_from_id(req.action_id)
@@ -539,6 +540,7 @@ class Games:
 
     async def start_next_round(self, req: pb.StartNextRoundRequest, caller: Caller) -> pb.StartNextRoundResponse:
         seat = await self._seat(caller, req.game_id)
+        check_request_id(req.request_id, "next_round", req.expected_version, seat, caller.bot_seat is not None)
         fingerprint = f"next|{seat}|{req.expected_version}"
         response = pb.StartNextRoundResponse()
         await self._commit(req.game_id, seat, req.expected_version, req.request_id, fingerprint, "next_round",

@@ -27,6 +27,7 @@ import signal
 import socket
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -59,6 +60,20 @@ class TurnLater(Exception):
     """The service could not be reached: leave the turn unacknowledged, to be claimed again."""
 
 
+class TurnRefused(Exception):
+    """The service refused a call as invalid (``INVALID_ARGUMENT``): the same call would be refused
+    again, so the worker does not leave it to be retried as it is."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}" if reason else message)
+        self.reason = reason
+
+
+REQUEST_ID_REFUSALS = ("REQUEST_ID_REUSED", "REQUEST_ID_RESERVED")
+"""Refusals of a submission for its request id: the turn is submitted again under an id of the
+worker's own (the expected version still lets it commit at most once)."""
+
+
 class BotApi(Protocol):
     """The three calls a worker makes, as one bot seat (errors as ``TurnGone`` / ``TurnLater``)."""
 
@@ -82,9 +97,9 @@ class WorkerMetrics:
                              "sees the same queue: take the max over workers, not the sum).", registry=registry)
         self.oldest = Gauge("gostop_bot_turn_oldest_seconds", "Age of the oldest bot turn not yet done.",
                             registry=registry)
-        self.turn_failures = Counter("gostop_bot_turn_failures_total", "Bot turns the worker could not play "
-                                     "(the service refused its calls, or a bug): each is claimed again later.",
-                                     registry=registry)
+        self.turn_failures = Counter("gostop_bot_turn_failures_total", "Bot turns the service refused or the "
+                                     "worker could not play (a bug): each is logged, and looked at again at once "
+                                     "(a refused request id) or claimed again later.", registry=registry)
 
 
 def bot_label(spec: str) -> str:
@@ -294,19 +309,47 @@ class BotWorker:
         view = await self.api.get(turn.game_id, turn.seat)
         if view.version != turn.version:
             raise TurnGone()
-        request_id = bot_request_id(turn)
         label = bot_label(turn.bot)
         if turn.kind == "next_round":
-            await self.api.next_round(turn.game_id, turn.seat, turn.version, request_id)
+            await self._submit(turn, None)
             return
         if not view.legal_actions:
             raise TurnGone()
         decision = await self.decider.decide(turn, view)
-        await self.api.submit(turn.game_id, turn.seat, turn.version, decision.action, request_id)
+        await self._submit(turn, decision.action)
         self.metrics.decisions.labels(label, decision.outcome).inc()
         self.metrics.latency.labels(label).observe(decision.seconds)
         log.info("bot decision", game_id=turn.game_id, seat=turn.seat, version=turn.version, bot=turn.bot,
                  ms=round(decision.seconds * 1000, 1), outcome=decision.outcome, action=decision.action)
+
+
+    async def _send(self, turn: BotTurn, action: int | None, request_id: str) -> None:
+        if action is None:
+            await self.api.next_round(turn.game_id, turn.seat, turn.version, request_id)
+        else:
+            await self.api.submit(turn.game_id, turn.seat, turn.version, action, request_id)
+
+    async def _submit(self, turn: BotTurn, action: int | None) -> None:
+        """Submit the turn (``action``, or None to deal the next round) under the turn's request id.
+
+        A refusal (``TurnRefused``) is never left to recur as it is: it is logged and counted, and
+        the game is looked at again. A turn no longer owed is ``TurnGone``. A turn still owed whose
+        request id was refused (another request holds it) is submitted once more under an id of
+        this worker's own; the expected version still lets at most one submission commit."""
+        try:
+            await self._send(turn, action, bot_request_id(turn))
+            return
+        except TurnRefused as refused:
+            self.metrics.turn_failures.inc()
+            log.error("bot turn refused", game_id=turn.game_id, seat=turn.seat, version=turn.version, bot=turn.bot,
+                      kind=turn.kind, reason=refused.reason, error=str(refused)[:300])
+            view = await self.api.get(turn.game_id, turn.seat)
+            if view.version != turn.version or (action is not None and action not in
+                                                 {a.id for a in view.legal_actions}):
+                raise TurnGone() from None
+            if refused.reason not in REQUEST_ID_REFUSALS:
+                raise
+        await self._send(turn, action, f"worker.{uuid.uuid4().hex}")
 
 
 # ------------------------------------------------------------------------------ the two APIs
@@ -329,6 +372,8 @@ class DomainApi:
                 raise TurnGone(str(exc)) from None
             if exc.code == grpc.StatusCode.UNAVAILABLE:
                 raise TurnLater(str(exc)) from None
+            if exc.code == grpc.StatusCode.INVALID_ARGUMENT:
+                raise TurnRefused(exc.reason, exc.message) from None
             raise
         except StoreUnavailable as exc:
             raise TurnLater(str(exc)) from None
@@ -379,6 +424,8 @@ class ClientApi:
         except GostopError as exc:
             if exc.code == grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise TurnLater(str(exc)) from None
+            if exc.code == grpc.StatusCode.INVALID_ARGUMENT:
+                raise TurnRefused(exc.reason, str(exc)) from None
             raise
 
     async def get(self, game_id: str, seat: int) -> pb.GameView:
