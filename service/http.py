@@ -399,15 +399,15 @@ class Framing:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         content_type = _header(scope, b"content-type") or ""
-        api_call = scope["type"] == "http" and scope.get("method") == "POST" \
-            and str(scope.get("path", "")).startswith(f"/{SERVICE}/")
-        if not api_call or not content_type.startswith(_ENVELOPED):
-            await self.app(scope, receive, send)
-            return
+        api_call = scope["type"] == "http" and str(scope.get("path", "")).startswith(f"/{SERVICE}/")
         grpc_web = content_type.startswith("application/grpc-web")
-        if content_type.startswith("application/grpc") and not grpc_web and scope.get("http_version") != "2":
+        if api_call and content_type.startswith("application/grpc") and not grpc_web \
+                and scope.get("http_version") != "2":
             await protocol_error(scope, send, grpc.StatusCode.UNIMPLEMENTED, "GRPC_NEEDS_HTTP2",
                                  "gRPC needs HTTP/2: call the gRPC port, or use Connect or gRPC-Web on this port")
+            return
+        if not api_call or scope.get("method") != "POST" or not content_type.startswith(_ENVELOPED):
+            await self.app(scope, receive, send)
             return
         buffered: list[dict[str, Any]] = []
         first = b""
