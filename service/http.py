@@ -449,8 +449,10 @@ class Edge:
       answered 500 if nothing was sent yet, never left to the HTTP server's silent 500.
     """
 
-    def __init__(self, app: ASGIApp, hosts: Iterable[str], read_timeout: float, tracebacks: Any) -> None:
+    def __init__(self, app: ASGIApp, hosts: Iterable[str], read_timeout: float, tracebacks: Any,
+                 metrics: Metrics) -> None:
         self.app = app
+        self.metrics = metrics
         self.hosts = frozenset(h.lower() for h in hosts)
         self.read_timeout = read_timeout
         self.tracebacks = tracebacks
@@ -466,12 +468,14 @@ class Edge:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
+            self.metrics.http_refused.labels("WEBSOCKET_NOT_SERVED").inc()
             await _refuse_websocket(scope, send)
             return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         if not self.host_allowed(scope):
+            self.metrics.http_refused.labels("HOST_NOT_SERVED").inc()
             log.warning("http refused", status=421, reason="HOST_NOT_SERVED")
             await _plain(send, 421, b"this server does not answer for this Host (GOSTOP_HTTP_HOSTS)\n")
             return
@@ -508,6 +512,7 @@ class Edge:
                 started = True
                 await _plain(send, 500, b"internal error\n")
         if timed_out and not started:
+            self.metrics.http_refused.labels("REQUEST_BODY_TIMEOUT").inc()
             log.warning("http refused", status=408, reason="REQUEST_BODY_TIMEOUT",
                         read_timeout_seconds=self.read_timeout)
             close = [(b"connection", b"close")] if scope.get("http_version") in ("1.0", "1.1") else []
@@ -691,7 +696,7 @@ def build_app(games: Games, metrics: Metrics, config: Config, tracebacks: Any,
     api: ASGIApp = GameServiceASGIApplication(service, read_max_bytes=config.max_message_bytes, codecs=CODECS)
     table = WebTable(Framing(api), web if web is not None else web_root())
     return Edge(Cors(Refusals(table, metrics), config.keys("cors_origins")), config.keys("http_hosts"),
-                config.http_read_timeout_seconds, tracebacks)
+                config.http_read_timeout_seconds, tracebacks, metrics)
 
 
 # --------------------------------------------------------------------------------- serving it

@@ -147,6 +147,7 @@ async def test_regression_http_port_closes_half_sent_bodies() -> None:
         for received, closed in results:
             assert closed, f"the connection is still open after {CLOSES_WITHIN} s: {received[:200]!r}"
             assert status_of(received) == 408, received[:300]
+        assert server.metrics.http_refused.labels("REQUEST_BODY_TIMEOUT")._value.get() == 10
 
 
 async def test_regression_http_connections_close_at_their_age() -> None:
@@ -223,6 +224,7 @@ async def test_regression_websocket_upgrade_is_refused_with_a_reason() -> None:
             received, _ = await asyncio.to_thread(exchange, server.http_port, request, 10.0)
             assert 400 <= status_of(received) < 500, received[:300]
             assert b"WebSocket" in received
+        assert server.metrics.http_refused.labels("WEBSOCKET_NOT_SERVED")._value.get() == 2
 
 
 async def test_regression_nul_in_a_web_path_is_not_found(tmp_path: Path) -> None:
@@ -369,6 +371,7 @@ async def test_host_allow_list_refuses_other_hosts() -> None:
             request = http_request("GET", "/", headers).replace(b"host: 127.0.0.1\r\n", b"", 1)
             received, _ = await asyncio.to_thread(exchange, port, request, 10.0)
             assert status_of(received) == expected, (host, received[:300])
+        assert server.metrics.http_refused.labels("HOST_NOT_SERVED")._value.get() == 2
 
 
 def test_host_allow_list_setting_is_checked() -> None:
