@@ -404,23 +404,28 @@ class BotWorker:
     async def _submit(self, turn: BotTurn, action: int | None) -> None:
         """Submit the turn (``action``, or None to deal the next round) under the turn's request id.
 
-        A refusal (``TurnRefused``) is never left to recur as it is: it is logged and counted, and
-        the game is looked at again. A turn no longer owed is ``TurnGone``. A turn still owed whose
-        request id was refused (another request holds it) is submitted once more under an id of
-        this worker's own; the expected version still lets at most one submission commit."""
+        A refusal (``TurnRefused``) is never left to recur as it is: the game is looked at again.
+        A turn no longer owed (another worker committed it) is ``TurnGone``. A turn still owed
+        whose request id was refused (another request holds it) is logged, counted and submitted
+        once more under an id of this worker's own; the expected version still lets at most one
+        submission commit. Any other refusal of a turn still owed goes up to ``_handle`` (logged,
+        counted, claimed again later)."""
         try:
             await self._send(turn, action, bot_request_id(turn))
             return
         except TurnRefused as refused:
-            self.metrics.turn_failures.inc()
-            log.error("bot turn refused", game_id=turn.game_id, seat=turn.seat, version=turn.version, bot=turn.bot,
-                      kind=turn.kind, reason=refused.reason, error=str(refused)[:300])
             view = await self.api.get(turn.game_id, turn.seat)
             if view.version != turn.version or (action is not None and action not in
                                                  {a.id for a in view.legal_actions}):
+                log.info("bot turn refused, no longer owed", game_id=turn.game_id, seat=turn.seat,
+                         version=turn.version, reason=refused.reason)
                 raise TurnGone() from None
             if refused.reason not in REQUEST_ID_REFUSALS:
                 raise
+            self.metrics.turn_failures.inc()
+            log.error("bot turn refused", game_id=turn.game_id, seat=turn.seat, version=turn.version, bot=turn.bot,
+                      kind=turn.kind, reason=refused.reason, error=str(refused)[:300],
+                      detail="submitted again under the worker's own request id")
         await self._send(turn, action, f"worker.{uuid.uuid4().hex}")
 
 
