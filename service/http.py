@@ -361,13 +361,15 @@ def _error_headers(code: grpc.StatusCode, reason: str, message: str) -> list[tup
             (b"grpc-status-details-bin", base64.b64encode(status.SerializeToString()).rstrip(b"="))]
 
 
-async def protocol_error(scope: Scope, send: Send, code: grpc.StatusCode, reason: str, message: str) -> None:
+async def protocol_error(scope: Scope, send: Send, code: grpc.StatusCode, reason: str, message: str,
+                         extra: Iterable[tuple[bytes, bytes]] = ()) -> None:
     """Answer a call with a service error in the call's own protocol: gRPC and gRPC-Web as
     Trailers-Only, Connect streaming as an end-of-stream message, Connect unary as its JSON error."""
     content_type = _header(scope, b"content-type") or ""
     if content_type.startswith("application/grpc"):
         await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", content_type.split(";")[0].encode("latin-1")), *_error_headers(code, reason, message)]})
+            (b"content-type", content_type.split(";")[0].encode("latin-1")), *_error_headers(code, reason, message),
+            *extra]})
         await send({"type": "http.response.body", "body": b""})
         return
     info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN)
@@ -376,10 +378,10 @@ async def protocol_error(scope: Scope, send: Send, code: grpc.StatusCode, reason
                         "value": base64.b64encode(info.SerializeToString()).decode().rstrip("=")}]}
     if content_type.startswith("application/connect+"):
         body = json.dumps({"error": doc}).encode()
-        await _plain(send, 200, struct_prefix(0x02, body), content_type.split(";")[0].encode("latin-1"))
+        await _plain(send, 200, struct_prefix(0x02, body), content_type.split(";")[0].encode("latin-1"), extra)
         return
     status = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNIMPLEMENTED: 501}.get(code, 400)
-    await _plain(send, status, json.dumps(doc).encode(), b"application/json")
+    await _plain(send, status, json.dumps(doc).encode(), b"application/json", extra)
 
 
 def struct_prefix(flags: int, body: bytes) -> bytes:
@@ -516,8 +518,14 @@ class Edge:
             log.warning("http refused", status=408, reason="REQUEST_BODY_TIMEOUT",
                         read_timeout_seconds=self.read_timeout)
             close = [(b"connection", b"close")] if scope.get("http_version") in ("1.0", "1.1") else []
-            await _plain(send, 408, b"the request body stopped arriving (GOSTOP_HTTP_READ_TIMEOUT_SECONDS)\n",
-                         extra=close)
+            content_type = _header(scope, b"content-type") or ""
+            if str(scope.get("path", "")).startswith(f"/{SERVICE}/") and content_type.startswith(_ENVELOPED):
+                # gRPC clients read a bare 408 as UNKNOWN: answer in the call's protocol
+                await protocol_error(scope, send, grpc.StatusCode.DEADLINE_EXCEEDED, "REQUEST_BODY_TIMEOUT",
+                                     "the request body stopped arriving (GOSTOP_HTTP_READ_TIMEOUT_SECONDS)", close)
+            else:
+                await _plain(send, 408, b"the request body stopped arriving (GOSTOP_HTTP_READ_TIMEOUT_SECONDS)\n",
+                             extra=close)
 
 
 async def _refuse_websocket(scope: Scope, send: Send) -> None:

@@ -25,6 +25,7 @@ from google.rpc import error_details_pb2, status_pb2
 from gostop.service.server import Server
 from gostop.v1 import game_pb2 as pb
 from testkit.connect import ConnectStub
+from testkit.h2_raw import RawConnection
 from testkit.redis_server import free_port
 from testkit.servers import OPERATOR, config, expect, running_server, start_process, stub
 
@@ -148,6 +149,20 @@ async def test_regression_http_port_closes_half_sent_bodies() -> None:
             assert closed, f"the connection is still open after {CLOSES_WITHIN} s: {received[:200]!r}"
             assert status_of(received) == 408, received[:300]
         assert server.metrics.http_refused.labels("REQUEST_BODY_TIMEOUT")._value.get() == 10
+        for content_type in ("application/grpc-web+proto", "application/connect+proto"):
+            head = http_request("POST", f"/{SERVICE}/WatchGame", {"content-type": content_type})
+            received, closed = await asyncio.to_thread(
+                exchange, server.http_port, head.replace(b"content-length: 0", b"content-length: 100") + b"\0\0\0")
+            assert closed and status_of(received) == 200, received[:300]
+            assert b"\"deadline_exceeded\"" in received or b"grpc-status: 4" in received, received[:400]
+        conn = await asyncio.to_thread(RawConnection, server.http_port)  # gRPC over cleartext HTTP/2
+        try:
+            stream = await asyncio.to_thread(conn.start, "GetGame", [], server.http_port)
+            await asyncio.to_thread(conn.send, stream, b"\0\0\0\0\x10partial", False)
+            reply = await asyncio.to_thread(conn.reply, stream)
+            assert (reply.status, reply.reason) == (4, "REQUEST_BODY_TIMEOUT"), reply
+        finally:
+            conn.close()
 
 
 async def test_regression_http_connections_close_at_their_age() -> None:
