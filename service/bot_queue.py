@@ -5,6 +5,11 @@ version, seat, bot, budget). Bot workers take turns, decide, submit the decision
 with the request id ``bot_request_id(turn)`` (so a turn handled twice commits once: the second
 submission is answered from the first) and then acknowledge the turn.
 
+A turn's request id is derived from (version, seat, kind), so every worker finds the same one; it
+is also predictable. That is safe because request ids beginning with ``bot.`` are reserved
+(``check_request_id``): a person's call may not use one, and a bot worker only the one of the
+turn it submits. Nobody can commit first under the id a turn will be committed with.
+
 Two queues honour one contract:
 
 - ``MemoryBotQueue``: in this process, for the embedded memory store and its in-process worker.
@@ -31,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .errors import invalid
 from .store_api import StoreUnavailable
 
 
@@ -67,10 +73,37 @@ class BotTurn:
         return turn
 
 
+RESERVED_PREFIX = "bot."
+"""Request ids beginning with this are the service's own: see ``check_request_id``."""
+
+
+def turn_request_id(kind: str, version: int, seat: int) -> str:
+    """The request id of the turn ``seat`` owes at ``version`` (``act`` or ``next_round``): one per
+    (game, version, seat, kind), so whoever commits that turn for the service (two workers handling
+    it, or the service itself) commits it once, and no caller can take it first."""
+    return f"{RESERVED_PREFIX}{kind}.{version}.{seat}"
+
+
 def bot_request_id(turn: BotTurn) -> str:
-    """The request id of a bot turn's decision: one per (game, version, seat), so that two workers
-    handling the same turn commit it once."""
-    return f"bot.{turn.kind}.{turn.version}.{turn.seat}"
+    """The request id a worker submits ``turn``'s decision with (``turn_request_id``)."""
+    return turn_request_id(turn.kind, turn.version, turn.seat)
+
+
+def check_request_id(request_id: str, kind: str, expected_version: int, seat: int, bot_worker: bool) -> None:
+    """Refuse (``INVALID_ARGUMENT`` / ``REQUEST_ID_RESERVED``) a request id of the reserved namespace
+    that is not the caller's to use: any for a person (a seat token), and for a bot worker any but
+    the one of the turn it submits (its seat, the expected version, the kind of call). A person
+    who could commit under a turn's id first would make every submission of that turn a
+    ``REQUEST_ID_REUSED``: the game would never move again."""
+    if not request_id.startswith(RESERVED_PREFIX):
+        return
+    if not bot_worker:
+        raise invalid("REQUEST_ID_RESERVED", f"request ids beginning with {RESERVED_PREFIX!r} are reserved for the "
+                      "service's bot workers: choose another (a random UUID, say)", field="request_id")
+    own = turn_request_id(kind, expected_version, seat)
+    if request_id != own:
+        raise invalid("REQUEST_ID_RESERVED", f"a bot worker submitting this turn may use the reserved request id "
+                      f"{own!r} only (or one not beginning with {RESERVED_PREFIX!r})", field="request_id")
 
 
 def now_ms() -> int:

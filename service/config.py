@@ -78,7 +78,15 @@ SETTINGS: tuple[Setting, ...] = (
             "the server pings a connection silent for this long, and closes it if no answer comes "
             "within 20 s"),
     Setting("max_concurrent_streams", "GOSTOP_MAX_CONCURRENT_STREAMS", 100,
-            "calls (streams) open at once on one client connection"),
+            "calls (streams) open at once on one gRPC connection; a client's further calls wait for one to "
+            "end (HTTP/2 SETTINGS), they do not fail (1-10000)"),
+    Setting("http_read_timeout_seconds", "GOSTOP_HTTP_READ_TIMEOUT_SECONDS", 30.0,
+            "a request on the HTTP port whose body stops arriving for this long is answered 408 and its "
+            "connection closed (0.1-3600); the HTTP port also closes connections by the connection age, "
+            "grace and idle settings above"),
+    Setting("http_hosts", "GOSTOP_HTTP_HOSTS", "",
+            "comma-separated Host names (games.example.com, or with :PORT for that port only) the HTTP port "
+            "answers; others get 421 (a DNS-rebinding guard); empty: any Host"),
     Setting("bot_keys", "GOSTOP_BOT_KEYS", "",
             "comma-separated bot-worker keys: a bot worker acts with one (x-api-key) for the bot seats only"),
     Setting("bot_worker", "GOSTOP_BOT_WORKER", "auto",
@@ -134,6 +142,8 @@ class Config:
     max_connection_idle_seconds: float = 300.0
     keepalive_seconds: float = 60.0
     max_concurrent_streams: int = 100
+    http_read_timeout_seconds: float = 30.0
+    http_hosts: str = ""
     bot_keys: str = ""
     bot_worker: str = "auto"
     bot_budget_ms: int = 200
@@ -193,6 +203,13 @@ class Config:
                      "max_concurrent_streams", "bot_claim_idle_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
+        if not 1 <= self.max_concurrent_streams <= MAX_CONCURRENT_STREAMS:
+            raise ValueError(f"max_concurrent_streams must be 1-{MAX_CONCURRENT_STREAMS}")
+        if not 0.1 <= self.http_read_timeout_seconds <= 3600:
+            raise ValueError("http_read_timeout_seconds must be 0.1-3600")
+        for host in self.keys("http_hosts"):
+            if not _HOST.fullmatch(host):
+                raise ValueError(f"GOSTOP_HTTP_HOSTS: {host!r} is not a host name or address (host[:port])")
         for name in ("max_watch_per_game", "max_watch_per_seat", "max_watch_per_peer"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
@@ -200,9 +217,12 @@ class Config:
 
 MAX_SNAPSHOT_EVERY = 64
 """The most versions a snapshot may lag by (a cache miss replays up to one less log entries)."""
+MAX_CONCURRENT_STREAMS = 10000
+"""The most calls one gRPC connection may have open (each holds a task and its buffers)."""
 MAX_BOT_BUDGET_MS = 60000
 """The largest per-decision budget any server may allow (a minute: a bot seat is for playing)."""
 _ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
+_HOST = re.compile(r"[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
 _PLUGIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}(:[A-Za-z_][A-Za-z0-9_.]{0,127})?")
 _REMOTE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _ADDRESS = re.compile(r"[A-Za-z0-9._-]{1,253}:[0-9]{1,5}|\[[0-9A-Fa-f:.]{2,45}\]:[0-9]{1,5}")

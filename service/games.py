@@ -17,6 +17,7 @@ import base64
 import contextlib
 import hashlib
 import hmac
+import ipaddress
 import re
 import secrets
 import time
@@ -53,7 +54,7 @@ from gostop.wire import convert
 
 from . import compact
 from .auth import Authenticator, Caller, seat_in
-from .bot_queue import BotQueue, BotTurn, now_ms
+from .bot_queue import BotQueue, BotTurn, check_request_id, now_ms
 from .bot_seats import BotSeatSpec, bot_seats_from_doc, bot_seats_to_doc, decider, parse_bot_seats
 from .config import Config
 from .errors import ServiceError, denied, invalid, not_found, precondition, stale, unauthenticated
@@ -199,9 +200,28 @@ def _shutting_down(after: int) -> ServiceError:
                         {"resume_after_version": str(after)})
 
 
+def client_address(peer: str) -> str:
+    """The client's IP address in one spelling for both ports, the key of the per-address stream
+    limit: gRPC's ``ipv4:10.0.0.5:41234`` / ``ipv6:[::1]:41234`` and the HTTP port's
+    ``10.0.0.5:41234`` / ``::1:41234`` give ``10.0.0.5`` / ``::1`` (an IPv4-mapped IPv6 address
+    gives its IPv4 address); anything else (a Unix socket) is kept whole; "" when unknown."""
+    if not peer:
+        return ""
+    text = peer.removeprefix("ipv4:").removeprefix("ipv6:")
+    host = text.rpartition(":")[0] if ":" in text else text
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return peer
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return str(address)
+
+
 class StreamSlots:
     """Open WatchGame streams of this process, counted per game, per seat token and per client
-    address, each bounded (0: no bound), so that nobody can hold what other watchers need."""
+    address (``client_address``: one key for both ports), each bounded (0: no bound), so that
+    nobody can hold what other watchers need."""
 
     def __init__(self, per_game: int, per_seat: int, per_peer: int) -> None:
         self._limits = {"game": per_game, "seat": per_seat, "peer": per_peer}
@@ -520,6 +540,7 @@ class Games:
 
     async def submit(self, req: pb.SubmitActionRequest, caller: Caller) -> pb.SubmitActionResponse:
         seat = await self._seat(caller, req.game_id)
+        check_request_id(req.request_id, "act", req.expected_version, seat, caller.bot_seat is not None)
         which = req.WhichOneof("action")
         if which == "action_id":
             action = action_from_id(req.action_id)
@@ -539,6 +560,7 @@ class Games:
 
     async def start_next_round(self, req: pb.StartNextRoundRequest, caller: Caller) -> pb.StartNextRoundResponse:
         seat = await self._seat(caller, req.game_id)
+        check_request_id(req.request_id, "next_round", req.expected_version, seat, caller.bot_seat is not None)
         fingerprint = f"next|{seat}|{req.expected_version}"
         response = pb.StartNextRoundResponse()
         await self._commit(req.game_id, seat, req.expected_version, req.request_id, fingerprint, "next_round",

@@ -23,6 +23,7 @@ import json
 import mimetypes
 import socket
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from importlib import resources
 from pathlib import Path
@@ -34,7 +35,7 @@ from connectrpc.code import Code
 from connectrpc.codec import Codec
 from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
 from connectrpc.errors import ConnectError, ErrorDetail
-from google.rpc import error_details_pb2
+from google.rpc import error_details_pb2, status_pb2
 from protobuf.wkt import Any as ConnectAny
 
 from gostop.v1 import game_pb2 as pb
@@ -42,7 +43,7 @@ from gostop.v1.game_connect import GameServiceASGIApplication
 
 from .config import Config
 from .errors import DOMAIN, ServiceError, classify, invalid
-from .games import Games
+from .games import Games, client_address
 from .metrics import Metrics
 
 log = structlog.get_logger("gostop")
@@ -220,8 +221,7 @@ class ConnectGameService:
         call = _Call(self, "WatchGame", "server_stream", ctx)
         try:
             caller = call.caller(game_id=request.game_id)
-            peer = (ctx.client_address or "").rpartition(":")[0]
-            async for item in self.games.watch(request, caller, peer=f"http:{peer}" if peer else ""):
+            async for item in self.games.watch(request, caller, peer=client_address(ctx.client_address or "")):
                 call.sent()
                 yield item
         except (asyncio.CancelledError, GeneratorExit):
@@ -250,9 +250,16 @@ def _refusal(status: int, body: bytes, trailers: dict[bytes, bytes]) -> tuple[st
     elif status == 200 and len(body) >= 5 and body[0] & 0x02:  # Connect end of stream
         text = body[5:]
     if b"grpc-status" in trailers:
-        code = int(trailers[b"grpc-status"])
+        code = int(trailers[b"grpc-status"]) if trailers[b"grpc-status"].strip().isdigit() else 2
         name = next((c.name for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN")
-        return name, ""
+        reason = ""
+        with contextlib.suppress(Exception):
+            details = trailers.get(b"grpc-status-details-bin", b"").strip()
+            for detail in status_pb2.Status.FromString(base64.b64decode(details + b"=" * (-len(details) % 4))).details:
+                info = error_details_pb2.ErrorInfo()
+                if detail.Unpack(info):
+                    reason = info.reason
+        return name, reason
     with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
         doc = json.loads(text)
         error = doc.get("error", doc)
@@ -310,7 +317,7 @@ class Refusals:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 trailers.update((bytes(k).lower(), bytes(v)) for k, v in message.get("headers", ())
-                                if bytes(k).lower() == b"grpc-status")
+                                if bytes(k).lower() in (b"grpc-status", b"grpc-status-details-bin"))
             elif message["type"] == "http.response.body" and not handled and len(head) < 4096:
                 head.extend(message.get("body", b"")[:4096])
             elif message["type"] == "http.response.trailers":
@@ -336,6 +343,202 @@ class Refusals:
         structlog.contextvars.clear_contextvars()
         log.warning("rpc", rpc=method, code=code, duration_ms=round((time.perf_counter() - started) * 1000, 3),
                     protocol=labels[3], **({"reason": reason} if reason else {}))
+
+
+# ------------------------------------------------------------------------- framing the library misreads
+
+_ENVELOPED = ("application/grpc", "application/connect+")
+"""Content types whose body is length-prefixed messages (gRPC, gRPC-Web, Connect streaming)."""
+
+
+def _error_headers(code: grpc.StatusCode, reason: str, message: str) -> list[tuple[bytes, bytes]]:
+    """A gRPC Trailers-Only answer's status headers: code, message and the ``ErrorInfo``."""
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN)
+    status = status_pb2.Status(code=code.value[0], message=message)
+    status.details.add().Pack(info)
+    return [(b"grpc-status", str(code.value[0]).encode()),
+            (b"grpc-message", urllib.parse.quote(message, safe=" ").encode()),
+            (b"grpc-status-details-bin", base64.b64encode(status.SerializeToString()).rstrip(b"="))]
+
+
+async def protocol_error(scope: Scope, send: Send, code: grpc.StatusCode, reason: str, message: str,
+                         extra: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    """Answer a call with a service error in the call's own protocol: gRPC and gRPC-Web as
+    Trailers-Only, Connect streaming as an end-of-stream message, Connect unary as its JSON error."""
+    content_type = _header(scope, b"content-type") or ""
+    if content_type.startswith("application/grpc"):
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", content_type.split(";")[0].encode("latin-1")), *_error_headers(code, reason, message),
+            *extra]})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN)
+    doc = {"code": _CODES.get(code.name, Code.UNKNOWN).name.lower(), "message": message,
+           "details": [{"type": "google.rpc.ErrorInfo",
+                        "value": base64.b64encode(info.SerializeToString()).decode().rstrip("=")}]}
+    if content_type.startswith("application/connect+"):
+        body = json.dumps({"error": doc}).encode()
+        await _plain(send, 200, struct_prefix(0x02, body), content_type.split(";")[0].encode("latin-1"), extra)
+        return
+    status = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNIMPLEMENTED: 501}.get(code, 400)
+    await _plain(send, status, json.dumps(doc).encode(), b"application/json", extra)
+
+
+def struct_prefix(flags: int, body: bytes) -> bytes:
+    """An enveloped message: flags, big-endian length, body."""
+    return bytes([flags]) + len(body).to_bytes(4, "big") + body
+
+
+class Framing:
+    """Requests of the API whose framing ``connectrpc`` answers UNKNOWN or INTERNAL are answered here
+    with the caller's error and its reason: gRPC over HTTP/1.1 (which cannot carry trailers) is
+    UNIMPLEMENTED (``GRPC_NEEDS_HTTP2``); a message flagged compressed in a request naming no
+    compression is INVALID_ARGUMENT (``MALFORMED_REQUEST``), not an INTERNAL that any caller could
+    count up."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        content_type = _header(scope, b"content-type") or ""
+        api_call = scope["type"] == "http" and str(scope.get("path", "")).startswith(f"/{SERVICE}/")
+        grpc_web = content_type.startswith("application/grpc-web")
+        if api_call and content_type.startswith("application/grpc") and not grpc_web \
+                and scope.get("http_version") != "2":
+            await protocol_error(scope, send, grpc.StatusCode.UNIMPLEMENTED, "GRPC_NEEDS_HTTP2",
+                                 "gRPC needs HTTP/2: call the gRPC port, or use Connect or gRPC-Web on this port")
+            return
+        if not api_call or scope.get("method") != "POST" or not content_type.startswith(_ENVELOPED):
+            await self.app(scope, receive, send)
+            return
+        buffered: list[dict[str, Any]] = []
+        first = b""
+        while True:  # the first byte of the body: the first message's flags
+            message = await receive()
+            buffered.append(message)
+            if message["type"] != "http.request":
+                break
+            first = bytes(message.get("body", b""))[:1]
+            if first or not message.get("more_body", False):
+                break
+        encoding_header = b"connect-content-encoding" if content_type.startswith("application/connect+") \
+            else b"grpc-encoding"
+        encoding = (_header(scope, encoding_header) or "identity").strip().lower()
+        if first and first[0] & 0x01 and encoding == "identity":
+            await protocol_error(scope, send, grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST",
+                                 f"the message is flagged compressed but the request names no compression "
+                                 f"({encoding_header.decode()})")
+            return
+
+        async def replay() -> dict[str, Any]:
+            return buffered.pop(0) if buffered else await receive()
+
+        await self.app(scope, replay, send)
+
+
+# ------------------------------------------------------------------------------------ the edge
+
+
+class Edge:
+    """The outermost layer of the HTTP port: what no protocol library should see.
+
+    - a WebSocket request is refused (400, this port speaks none) instead of failing inside the API;
+    - with ``GOSTOP_HTTP_HOSTS`` set, a request naming another ``Host`` is refused 421 (a page of a
+      rebound DNS name sends its own name as Host and Origin, so CORS alone cannot tell);
+    - a request body that stops arriving for ``GOSTOP_HTTP_READ_TIMEOUT_SECONDS`` is answered 408
+      and its connection closed;
+    - an exception escaping the application is logged (rate-limited, as on the gRPC port) and
+      answered 500 if nothing was sent yet, never left to the HTTP server's silent 500.
+    """
+
+    def __init__(self, app: ASGIApp, hosts: Iterable[str], read_timeout: float, tracebacks: Any,
+                 metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.hosts = frozenset(h.lower() for h in hosts)
+        self.read_timeout = read_timeout
+        self.tracebacks = tracebacks
+
+    def host_allowed(self, scope: Scope) -> bool:
+        if not self.hosts:
+            return True
+        host = (_header(scope, b"host") or "").strip().lower()
+        if host in self.hosts:
+            return True
+        name, sep, port = host.rpartition(":")
+        return bool(sep) and port.isdigit() and not name.endswith(":") and name in self.hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            self.metrics.http_refused.labels("WEBSOCKET_NOT_SERVED").inc()
+            await _refuse_websocket(scope, send)
+            return
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if not self.host_allowed(scope):
+            self.metrics.http_refused.labels("HOST_NOT_SERVED").inc()
+            log.warning("http refused", status=421, reason="HOST_NOT_SERVED")
+            await _plain(send, 421, b"this server does not answer for this Host (GOSTOP_HTTP_HOSTS)\n")
+            return
+        body_done = False
+        timed_out = False
+        started = False
+
+        async def timed_receive() -> dict[str, Any]:
+            nonlocal body_done, timed_out
+            if body_done or timed_out:
+                return await receive() if not timed_out else {"type": "http.disconnect"}
+            try:
+                message = await asyncio.wait_for(receive(), self.read_timeout)
+            except TimeoutError:
+                timed_out = True
+                return {"type": "http.disconnect"}
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_done = True
+            return message
+
+        async def tracked_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if timed_out and not started:
+                return  # the answer is the 408 below
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, timed_receive, tracked_send)
+        except Exception as exc:
+            self.tracebacks.report(f"HTTP {scope.get('method', '')}", exc)
+            if not started and not timed_out:
+                started = True
+                await _plain(send, 500, b"internal error\n")
+        if timed_out and not started:
+            self.metrics.http_refused.labels("REQUEST_BODY_TIMEOUT").inc()
+            log.warning("http refused", status=408, reason="REQUEST_BODY_TIMEOUT",
+                        read_timeout_seconds=self.read_timeout)
+            close = [(b"connection", b"close")] if scope.get("http_version") in ("1.0", "1.1") else []
+            content_type = _header(scope, b"content-type") or ""
+            if str(scope.get("path", "")).startswith(f"/{SERVICE}/") and content_type.startswith(_ENVELOPED):
+                # gRPC clients read a bare 408 as UNKNOWN: answer in the call's protocol
+                await protocol_error(scope, send, grpc.StatusCode.DEADLINE_EXCEEDED, "REQUEST_BODY_TIMEOUT",
+                                     "the request body stopped arriving (GOSTOP_HTTP_READ_TIMEOUT_SECONDS)", close)
+            else:
+                await _plain(send, 408, b"the request body stopped arriving (GOSTOP_HTTP_READ_TIMEOUT_SECONDS)\n",
+                             extra=close)
+
+
+async def _refuse_websocket(scope: Scope, send: Send) -> None:
+    """Refuse a WebSocket handshake with a 400 and why (Hypercorn's denial response), or a plain
+    close where the server offers no such response."""
+    log.warning("http refused", status=400, reason="WEBSOCKET_NOT_SERVED")
+    body = b"this server speaks no WebSocket: call it with Connect or gRPC-Web\n"
+    if "websocket.http.response" in (scope.get("extensions") or {}):
+        await send({"type": "websocket.http.response.start", "status": 400, "headers": [
+            (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "websocket.http.response.body", "body": body})
+    else:
+        await send({"type": "websocket.close", "code": 1003})
 
 
 # ------------------------------------------------------------------------------------- CORS
@@ -447,11 +650,14 @@ class WebTable:
     def _file(self, path: str) -> Path | None:
         assert self.root is not None
         relative = path.lstrip("/") or "index.html"
-        candidate = (self.root / relative).resolve()
-        if not candidate.is_relative_to(self.root):
+        try:  # a NUL byte or a name too long for the file system is a file that is not there
+            candidate = (self.root / relative).resolve()
+            if not candidate.is_relative_to(self.root):
+                return None
+            if candidate.is_file():
+                return candidate
+        except (ValueError, OSError):
             return None
-        if candidate.is_file():
-            return candidate
         if "." not in relative.rsplit("/", 1)[-1]:
             return self.root / "index.html"
         return None
@@ -492,10 +698,13 @@ class WebTable:
 
 def build_app(games: Games, metrics: Metrics, config: Config, tracebacks: Any,
               web: Path | None = None) -> ASGIApp:
-    """The whole HTTP application: CORS around the web table around the Connect application."""
+    """The whole HTTP application: the edge (WebSocket, Host, read timeout) around CORS around the
+    web table around the framing checks around the Connect application."""
     service = ConnectGameService(games, metrics, tracebacks)
     api: ASGIApp = GameServiceASGIApplication(service, read_max_bytes=config.max_message_bytes, codecs=CODECS)
-    return Cors(Refusals(WebTable(api, web if web is not None else web_root()), metrics), config.keys("cors_origins"))
+    table = WebTable(Framing(api), web if web is not None else web_root())
+    return Edge(Cors(Refusals(table, metrics), config.keys("cors_origins")), config.keys("http_hosts"),
+                config.http_read_timeout_seconds, tracebacks, metrics)
 
 
 # --------------------------------------------------------------------------------- serving it
@@ -519,22 +728,32 @@ def http_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
 
 
 class HttpServer:
-    """The ASGI application served on one socket by Hypercorn (HTTP/1.1 and HTTP/2 cleartext) on the
-    server's own event loop."""
+    """The ASGI application served on one socket by Hypercorn's connection handling (HTTP/1.1 and
+    HTTP/2 cleartext) on the server's own event loop.
+
+    The serving loop is this class's own rather than Hypercorn's ``worker_serve`` so that the port
+    closes connections like the gRPC port does: an idle connection after the idle time, any
+    connection once older than the connection age (at once when no request is in progress, else when
+    its requests end or after the grace), and on stop every connection still open after the drain,
+    each ending by being closed, never by a cancelled task writing a traceback outside the log."""
 
     def __init__(self, app: ASGIApp, sock: socket.socket, config: Config) -> None:
         self.app = app
         self.sock = sock
         self.port = int(sock.getsockname()[1])
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self.grace = config.drain_seconds
         self.keep_alive = config.max_connection_idle_seconds
+        self.max_age = config.max_connection_age_seconds
+        self.age_grace = config.max_connection_age_grace_seconds
+        self._server: asyncio.AbstractServer | None = None
+        self._connections: dict[asyncio.Task[None], Any] = {}
+        self._context: Any = None
+        self._previous_handler: Any = None
+        self._handler_set = False
 
     async def start(self) -> None:
-        from hypercorn.asyncio.run import worker_serve
+        from hypercorn.asyncio.worker_context import WorkerContext
         from hypercorn.config import Config as HypercornConfig
-        from hypercorn.config import Sockets
         from hypercorn.utils import wrap_app
 
         cfg = HypercornConfig()
@@ -543,24 +762,118 @@ class HttpServer:
         cfg.graceful_timeout = self.grace
         cfg.keep_alive_timeout = self.keep_alive
         cfg.include_server_header = False
-        sockets = Sockets(secure_sockets=[], insecure_sockets=[self.sock], quic_sockets=[])
-        self._task = asyncio.ensure_future(worker_serve(
-            wrap_app(self.app, cfg.wsgi_max_body_size, "asgi"), cfg, sockets=sockets,  # type: ignore[arg-type]
-            shutdown_trigger=self._stop.wait))
+        app = wrap_app(self.app, cfg.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
+        self._context = WorkerContext(None)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + 10
-        while not self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
-            if self._task.done():
-                self._task.result()  # its exception, if it failed
-                raise RuntimeError("the HTTP server stopped before it listened")
-            if loop.time() > deadline:
-                raise RuntimeError("the HTTP server did not start listening")
-            await asyncio.sleep(0.005)
+        if loop.get_exception_handler() is None:
+            loop.set_exception_handler(_log_loop_error)
+            self._handler_set = True
+        connection_class = _connection_class()
+
+        async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            connection = connection_class(app, loop, cfg, self._context, {}, reader, writer)
+            self._connections[task] = connection
+            aging = loop.call_later(self.max_age, connection.age_out, self.age_grace)
+            try:
+                await connection
+            except Exception as exc:  # a connection's own failure ends that connection only
+                log.warning("http connection failed", error=type(exc).__name__)
+            finally:
+                aging.cancel()
+                connection.cancel_grace()
+                self._connections.pop(task, None)
+
+        self._server = await asyncio.start_server(connected, sock=self.sock, backlog=cfg.backlog)
 
     async def stop(self, grace: float) -> None:
-        self._stop.set()
-        if self._task is not None:
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(self._task, timeout=grace + 1)
+        """Stop accepting, let the calls in progress finish for ``grace`` seconds (idle connections
+        close at once), then close the connections still open and wait for them to end."""
+        if self._server is not None:
+            self._server.close()
+        if self._context is not None:
+            await self._context.terminated.set()  # idle keep-alive connections close now
+        tasks = set(self._connections)
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
+        for connection in list(self._connections.values()):
+            await connection.close_now()
+        left = set(self._connections)
+        if left:
+            _, pending = await asyncio.wait(left, timeout=2.0)
+            for task in pending:  # only a connection stuck in the application: end it
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=2.0)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)
         with contextlib.suppress(OSError):
             self.sock.close()
+        if self._handler_set:
+            asyncio.get_running_loop().set_exception_handler(None)
+            self._handler_set = False
+
+
+def _log_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's errors (a callback or a task failing where nothing awaits it) as one JSON log
+    line, instead of the loop's raw traceback on stderr."""
+    exc = context.get("exception")
+    log.error("event loop error", message=str(context.get("message", "")),
+              **({"exc_info": exc} if isinstance(exc, BaseException) else {}))
+
+
+def _connection_class() -> Any:
+    """Hypercorn's connection (``TCPServer``) with a connection age, built on first use so that
+    importing this module does not import Hypercorn."""
+    from hypercorn.asyncio.tcp_server import TCPServer
+    from hypercorn.events import Event, Updated
+
+    class Connection(TCPServer):
+        """One client connection: Hypercorn's, plus its age limit and an idempotent close."""
+
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            self.busy = False
+            self.aged = False
+            self.closing = False
+            self._grace: asyncio.TimerHandle | None = None
+            self._closer: asyncio.Future[None] | None = None
+
+        async def protocol_send(self, event: Event) -> None:
+            if isinstance(event, Updated):
+                self.busy = not event.idle
+            await super().protocol_send(event)
+            if self.aged and isinstance(event, Updated) and event.idle:
+                await self.close_now()
+
+        def age_out(self, grace: float) -> None:
+            """The connection is older than the connection age: close it when idle, or after ``grace``."""
+            self.aged = True
+            if not self.busy:
+                self._closer = asyncio.ensure_future(self.close_now())
+            else:
+                self._grace = asyncio.get_running_loop().call_later(grace, self._close_later)
+
+        def _close_later(self) -> None:
+            self._closer = asyncio.ensure_future(self.close_now())
+
+        def cancel_grace(self) -> None:
+            if self._grace is not None:
+                self._grace.cancel()
+
+        async def close_now(self) -> None:
+            """Close the connection (its open requests see the client gone); once."""
+            if self.closing:
+                return
+            self.closing = True
+            with contextlib.suppress(Exception):
+                if hasattr(self, "protocol"):
+                    await self.protocol.handle(Closed())
+            with contextlib.suppress(Exception):
+                self.writer.close()
+
+    from hypercorn.events import Closed
+
+    return Connection

@@ -58,6 +58,13 @@ class Metrics:
             rpc, registry=r,
         )
 
+        # --- the HTTP port's edge (service.http.Edge): requests refused before any protocol saw them
+        self.http_refused = Counter(
+            "gostop_http_refused_total",
+            "HTTP port requests refused before the API or the web table saw them, by reason "
+            "(WEBSOCKET_NOT_SERVED, HOST_NOT_SERVED, REQUEST_BODY_TIMEOUT).", ("reason",), registry=r,
+        )
+
         # --- games (counted by service.games.Games)
         self.games_created = Counter(
             "gostop_games_created_total", "Games created, by preset and number of players.", ("preset", "players"),

@@ -24,7 +24,7 @@ from gostop.v1 import game_pb2_grpc as pb_grpc
 from .auth import Authenticator
 from .config import Config
 from .errors import classify, invalid, to_status
-from .games import Games
+from .games import Games, client_address
 from .metrics import Metrics
 from .stores import open_bot_queue, open_store
 from .workers import worker_index
@@ -199,15 +199,6 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
         return handler
 
 
-def _peer_host(peer: str | None) -> str:
-    """The client's address without its port (``ipv4:10.0.0.5:41234`` -> ``ipv4:10.0.0.5``), the key
-    of the per-peer stream limit; "" when unknown."""
-    if not peer:
-        return ""
-    host, sep, _port = peer.rpartition(":")
-    return host if sep and peer.startswith(("ipv4:", "ipv6:")) else peer
-
-
 class GameServicer(pb_grpc.GameServiceServicer):
     """Transport only: identify the caller, bind log context, call ``Games``."""
 
@@ -247,7 +238,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
     async def WatchGame(self, request: pb.WatchGameRequest, context: grpc.aio.ServicerContext
                         ) -> AsyncIterator[pb.WatchGameResponse]:
         caller = self._caller(context, game_id=request.game_id)
-        async for item in self.games.watch(request, caller, peer=_peer_host(context.peer())):
+        async for item in self.games.watch(request, caller, peer=client_address(context.peer() or "")):
             yield item
 
     async def GetGameLog(self, request: pb.GetGameLogRequest, context: grpc.aio.ServicerContext
@@ -296,6 +287,12 @@ class Server:
             ("grpc.keepalive_timeout_ms", 20_000),
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             ("grpc.max_concurrent_streams", config.max_concurrent_streams),
+            # The limit above is the one the server sends (HTTP/2 SETTINGS) and the clients queue by.
+            # grpc-core's "overload protection" would also refuse (RST_STREAM REFUSED_STREAM, no
+            # reason) streams beyond it that the server has finished but not yet freed, which no
+            # client can see: a client keeping many calls in flight on one connection had some fail.
+            # Without it, a client that respects the limit it was sent is never refused.
+            ("grpc.http.overload_protection", 0),
         ]
         self.observer = ObservingInterceptor(self.metrics)
         self.grpc = grpc.aio.server(interceptors=[self.observer], options=options)

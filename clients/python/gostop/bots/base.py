@@ -21,3 +21,11 @@ class Bot(Protocol):
     def choose(self, view: View, legal: Sequence[Action]) -> Action:
         """Pick one of ``legal`` (never empty) for the seat ``view.viewer``."""
         ...
+
+
+class Cancellable(Protocol):
+    """A bot whose decision can be stopped: ``cancel()``, called from another thread (a bot seat's
+    worker calls it once the decision is past its deadline), makes ``choose`` return soon with the
+    best it has. A bot without it keeps working until it returns, with nobody waiting for it."""
+
+    def cancel(self) -> None: ...

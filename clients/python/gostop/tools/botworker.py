@@ -9,7 +9,9 @@ work, and a turn a worker took and never acknowledged is claimed by another afte
 
 A turn that cannot be decided — the bot raised, overran its budget, is unknown to this worker, or
 chose an action that is not legal — is decided by the fallback, ``greedy`` (or the first legal
-action if even that fails), and counted by outcome, so a game never stalls on a bot.
+action if even that fails), and counted by outcome, so a game never stalls on a bot. A built-in
+bot's search is bounded by the seat's budget whatever its options ask, and a bot past its deadline
+is told to stop (``cancel()``), so no decision keeps a core busy after it was given up.
 
 ``gostop bots serve`` runs a worker against a Redis-backed deployment; ``gostop serve`` on the
 memory store runs one inside the server (``InProcessWorker``), so a person can play against bot
@@ -22,11 +24,14 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import math
 import os
 import signal
 import socket
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -39,7 +44,7 @@ from gostop.bots import BotSpecError, GreedyBot, make_bot, parse_spec
 from gostop.bots.schedule import derive_seed
 from gostop.engine import Action, action_id
 from gostop.service.bot_queue import BotQueue, BotTurn, Taken, bot_request_id
-from gostop.service.bot_seats import BUILTIN_BOTS
+from gostop.service.bot_seats import BUILTIN_BOTS, MCTS_OPTIONS
 from gostop.v1 import game_pb2 as pb
 from gostop.wire.convert import view_from_pb
 
@@ -57,6 +62,20 @@ class TurnGone(Exception):
 
 class TurnLater(Exception):
     """The service could not be reached: leave the turn unacknowledged, to be claimed again."""
+
+
+class TurnRefused(Exception):
+    """The service refused a call as invalid (``INVALID_ARGUMENT``): the same call would be refused
+    again, so the worker does not leave it to be retried as it is."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}" if reason else message)
+        self.reason = reason
+
+
+REQUEST_ID_REFUSALS = ("REQUEST_ID_REUSED", "REQUEST_ID_RESERVED")
+"""Refusals of a submission for its request id: the turn is submitted again under an id of the
+worker's own (the expected version still lets it commit at most once)."""
 
 
 class BotApi(Protocol):
@@ -82,9 +101,9 @@ class WorkerMetrics:
                              "sees the same queue: take the max over workers, not the sum).", registry=registry)
         self.oldest = Gauge("gostop_bot_turn_oldest_seconds", "Age of the oldest bot turn not yet done.",
                             registry=registry)
-        self.turn_failures = Counter("gostop_bot_turn_failures_total", "Bot turns the worker could not play "
-                                     "(the service refused its calls, or a bug): each is claimed again later.",
-                                     registry=registry)
+        self.turn_failures = Counter("gostop_bot_turn_failures_total", "Bot turns the service refused or the "
+                                     "worker could not play (a bug): each is logged, and looked at again at once "
+                                     "(a refused request id) or claimed again later.", registry=registry)
 
 
 def bot_label(spec: str) -> str:
@@ -125,22 +144,28 @@ class Decider:
         chosen: int | None = None
         # The budget is CPU time; the wall-clock wait allows for a loaded machine.
         timeout = turn.budget_ms / 1000 * self.slack + 1.0
+        running = _Running()
         try:
             target, _ = parse_spec(turn.bot)
             if target.startswith("remote:"):
                 chosen = await asyncio.wait_for(self._remote_choice(target[7:], view, turn), timeout)
             elif self._allowed(target):
-                chosen = await asyncio.wait_for(asyncio.to_thread(self._local_choice, turn, view), timeout)
+                chosen = await asyncio.wait_for(asyncio.to_thread(self._local_choice, turn, view, running), timeout)
             else:
                 outcome = "unknown_bot"
         except TimeoutError:
             outcome = "timeout"
+            if not running.stop():
+                log.warning("bot cannot be stopped", game_id=turn.game_id, seat=turn.seat, bot=turn.bot,
+                            detail="past its deadline, it has no cancel(): it works on until it returns")
         except (_UnknownBot, BotSpecError):  # not configured here, or not installed on this worker
             outcome = "unknown_bot"
         except Exception as exc:  # a bot's own failure: any exception of any plugin
             outcome = "error"
             log.warning("bot failed", game_id=turn.game_id, seat=turn.seat, bot=turn.bot,
                         error=f"{type(exc).__name__}: {exc}"[:300])
+        finally:
+            running.stop()  # a decision given up (a timeout, the worker stopping) ends its work
         if outcome == "ok" and chosen not in legal:
             outcome = "illegal"
         if outcome != "ok":
@@ -148,12 +173,13 @@ class Decider:
         assert chosen is not None
         return Decision(chosen, outcome, time.perf_counter() - start)
 
-    def _local_choice(self, turn: BotTurn, view_pb: pb.GameView) -> int:
+    def _local_choice(self, turn: BotTurn, view_pb: pb.GameView, running: _Running) -> int:
         target, options = parse_spec(turn.bot)
-        if target == "mcts" and not {"iterations", "millis", "cpu_millis"} & set(options):
-            options["cpu_millis"] = turn.budget_ms
+        if target == "mcts":
+            options = bounded_mcts_options(options, turn.budget_ms)
         bot = make_bot(_strip_options(turn.bot),
                        seed=derive_seed("bot-seat", turn.game_id, turn.version, turn.seat), **options)
+        running.started(bot)
         view = view_from_pb(view_pb)
         return action_id(bot.choose(view, view.legal_actions))
 
@@ -186,6 +212,67 @@ class Decider:
         for bot in self._remote.values():
             with contextlib.suppress(Exception):
                 bot.close()
+
+
+def bounded_mcts_options(options: dict[str, Any], budget_ms: int) -> dict[str, Any]:
+    """``mcts``'s options with its work bounded by the seat's budget, whatever they ask (a game
+    created before the service checked them may hold any): the search ends at ``budget_ms`` of CPU
+    time at the latest (or its own lower ``cpu_millis``), its ``millis`` is at most the budget, and
+    the options that size its work per decision are held to their ranges (``MCTS_OPTIONS``)."""
+    out = dict(options)
+
+    def number(key: str) -> float | None:
+        value = out.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            return None
+        return float(value)
+
+    cpu = number("cpu_millis")
+    out["cpu_millis"] = min(cpu, float(budget_ms)) if cpu is not None else float(budget_ms)
+    if "millis" in out:
+        wall = number("millis")
+        out["millis"] = min(wall, float(budget_ms)) if wall is not None else float(budget_ms)
+    for key in ("belief_samples", "reply_depth"):
+        value, allowed = out.get(key), MCTS_OPTIONS[key]
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[key] = int(min(max(value, allowed.low), allowed.high))
+    return out
+
+
+class _Running:
+    """The bot of one decision, so that the event loop can stop it (``cancel()``) once the decision
+    is given up, whether its thread has built the bot yet or not."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._bot: Any = None
+        self._stopped = False
+
+    def started(self, bot: Any) -> None:
+        with self._lock:
+            self._bot = bot
+            stopped = self._stopped
+        if stopped:
+            _cancel(bot)
+
+    def stop(self) -> bool:
+        """Tell the bot to stop; False when it is a bot that cannot be told (no ``cancel()``)."""
+        with self._lock:
+            self._stopped = True
+            bot = self._bot
+        return bot is None or _cancel(bot)
+
+
+def _cancel(bot: Any) -> bool:
+    cancel = getattr(bot, "cancel", None)
+    if not callable(cancel):
+        return False
+    try:
+        cancel()
+    except Exception as exc:  # a plugin's own failure
+        log.warning("bot cancel failed", bot=getattr(bot, "name", "?"), error=f"{type(exc).__name__}: {exc}"[:300])
+        return False
+    return True
 
 
 def _finished(running: set[asyncio.Task[None]], slots: asyncio.Semaphore, task: asyncio.Task[None]) -> None:
@@ -294,19 +381,52 @@ class BotWorker:
         view = await self.api.get(turn.game_id, turn.seat)
         if view.version != turn.version:
             raise TurnGone()
-        request_id = bot_request_id(turn)
         label = bot_label(turn.bot)
         if turn.kind == "next_round":
-            await self.api.next_round(turn.game_id, turn.seat, turn.version, request_id)
+            await self._submit(turn, None)
             return
         if not view.legal_actions:
             raise TurnGone()
         decision = await self.decider.decide(turn, view)
-        await self.api.submit(turn.game_id, turn.seat, turn.version, decision.action, request_id)
+        await self._submit(turn, decision.action)
         self.metrics.decisions.labels(label, decision.outcome).inc()
         self.metrics.latency.labels(label).observe(decision.seconds)
         log.info("bot decision", game_id=turn.game_id, seat=turn.seat, version=turn.version, bot=turn.bot,
                  ms=round(decision.seconds * 1000, 1), outcome=decision.outcome, action=decision.action)
+
+
+    async def _send(self, turn: BotTurn, action: int | None, request_id: str) -> None:
+        if action is None:
+            await self.api.next_round(turn.game_id, turn.seat, turn.version, request_id)
+        else:
+            await self.api.submit(turn.game_id, turn.seat, turn.version, action, request_id)
+
+    async def _submit(self, turn: BotTurn, action: int | None) -> None:
+        """Submit the turn (``action``, or None to deal the next round) under the turn's request id.
+
+        A refusal (``TurnRefused``) is never left to recur as it is: the game is looked at again.
+        A turn no longer owed (another worker committed it) is ``TurnGone``. A turn still owed
+        whose request id was refused (another request holds it) is logged, counted and submitted
+        once more under an id of this worker's own; the expected version still lets at most one
+        submission commit. Any other refusal of a turn still owed goes up to ``_handle`` (logged,
+        counted, claimed again later)."""
+        try:
+            await self._send(turn, action, bot_request_id(turn))
+            return
+        except TurnRefused as refused:
+            view = await self.api.get(turn.game_id, turn.seat)
+            if view.version != turn.version or (action is not None and action not in
+                                                 {a.id for a in view.legal_actions}):
+                log.info("bot turn refused, no longer owed", game_id=turn.game_id, seat=turn.seat,
+                         version=turn.version, reason=refused.reason)
+                raise TurnGone() from None
+            if refused.reason not in REQUEST_ID_REFUSALS:
+                raise
+            self.metrics.turn_failures.inc()
+            log.error("bot turn refused", game_id=turn.game_id, seat=turn.seat, version=turn.version, bot=turn.bot,
+                      kind=turn.kind, reason=refused.reason, error=str(refused)[:300],
+                      detail="submitted again under the worker's own request id")
+        await self._send(turn, action, f"worker.{uuid.uuid4().hex}")
 
 
 # ------------------------------------------------------------------------------ the two APIs
@@ -329,6 +449,8 @@ class DomainApi:
                 raise TurnGone(str(exc)) from None
             if exc.code == grpc.StatusCode.UNAVAILABLE:
                 raise TurnLater(str(exc)) from None
+            if exc.code == grpc.StatusCode.INVALID_ARGUMENT:
+                raise TurnRefused(exc.reason, exc.message) from None
             raise
         except StoreUnavailable as exc:
             raise TurnLater(str(exc)) from None
@@ -379,6 +501,8 @@ class ClientApi:
         except GostopError as exc:
             if exc.code == grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise TurnLater(str(exc)) from None
+            if exc.code == grpc.StatusCode.INVALID_ARGUMENT:
+                raise TurnRefused(exc.reason, str(exc)) from None
             raise
 
     async def get(self, game_id: str, seat: int) -> pb.GameView:
