@@ -180,12 +180,15 @@ test: $(PB) $(ENGINE) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-to
 	GOSTOP_PURE_PYTHON=1 GOSTOP_EXPECT_ENGINE=python $(PY) -m pytest $(ENGINE_TESTS)
 
 # The fast check while you work (docs/development.md): ruff, mypy, and the tests not marked slow
-# (no browser, image, Go or TypeScript toolchain, packaging or long run), on every core. ARGS go to
-# pytest (e.g. ARGS="-k watch"). make test is the whole suite, and what CI runs.
+# (no browser, image, Go or TypeScript toolchain, packaging or long run), in CHECK_WORKERS processes
+# (twice the cores: many tests wait on sockets and servers). ARGS go to pytest (e.g. ARGS="-k
+# watch"). make test is the whole suite, and what CI runs.
+CHECK_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
+
 check: $(PB) $(ENGINE) redis-server
 	$(PY) -m ruff check $(RUFF_PATHS)
 	$(PY) -m mypy
-	GOSTOP_EXPECT_ENGINE=$(ENGINE_EXPECTED) $(PY) -m pytest -m "not slow" -n auto $(ARGS)
+	GOSTOP_EXPECT_ENGINE=$(ENGINE_EXPECTED) $(PY) -m pytest -m "not slow" -n $(CHECK_WORKERS) $(ARGS)
 
 lint: $(PB) $(BUF)
 	$(PY) -m ruff check $(RUFF_PATHS)
