@@ -330,6 +330,9 @@ class Server:
         self.metrics_port = 0
 
     async def start(self) -> None:
+        # grpc's health servicer answers SERVING for "" from the start: not before the server is.
+        for name in ("", pb.DESCRIPTOR.services_by_name["GameService"].full_name):
+            await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         await self.grpc.start()
         if self.http is not None:
             await self.http.start()
@@ -377,12 +380,12 @@ class Server:
         log.info("stopped")
 
     async def serve_forever(self) -> None:
-        """Run until SIGTERM or SIGINT, then stop gracefully."""
-        await self.start()
+        """Run until SIGTERM or SIGINT, then stop gracefully (also when one comes while starting)."""
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        await self.start()
         waiter = asyncio.ensure_future(self.grpc.wait_for_termination())
         stopper = asyncio.ensure_future(stop.wait())
         await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)

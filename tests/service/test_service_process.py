@@ -424,3 +424,54 @@ async def test_serve_says_where_to_point_the_browser_and_grpc() -> None:
     server.stop()
     assert "in a browser" not in server.log()
     assert all(line.startswith("{") for line in server.log().splitlines() if line.strip())
+
+
+class _HeldStart:
+    """A companion whose start waits until the test lets it go: the server is then half started."""
+
+    def __init__(self) -> None:
+        self.started, self.release = asyncio.Event(), asyncio.Event()
+
+    async def start(self) -> None:
+        self.started.set()
+        await self.release.wait()
+
+    async def stop(self) -> None:
+        return None
+
+
+async def test_regression_health_is_not_serving_until_the_server_serves() -> None:
+    """grpc's health servicer says SERVING for "" from its creation: probes and wait loops took a
+    server still starting for a ready one (and a SIGTERM then killed it before its handler was set)."""
+    from gostop.service.server import Server
+
+    server = Server(config(""))
+    held = _HeldStart()
+    server.companions.append(held)
+    starting = asyncio.ensure_future(server.start())
+    try:
+        await asyncio.wait_for(held.started.wait(), 10)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            for service in ("", "gostop.v1.GameService"):
+                reply = await health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+                assert reply.status == NOT_SERVING, f"{service or 'the server'} is SERVING while starting"
+            held.release.set()
+            await asyncio.wait_for(starting, 10)
+            reply = await health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+            assert reply.status == SERVING
+    finally:
+        held.release.set()
+        await starting
+        await server.stop(0)
+
+
+async def test_regression_sigterm_as_soon_as_serving_stops_gracefully() -> None:
+    """grpc's health servicer said SERVING for "" before the server had started, and SIGTERM's
+    handler came after the start: a stop right after that answer killed the process (-15, no log).
+    Health says SERVING only once the server serves, and a SIGTERM then is a graceful stop."""
+    for _ in range(5):
+        server = await start_process("")
+        server.stop()
+        assert server.process.returncode == 0, f"exit {server.process.returncode}:\n{server.log()}"
+        assert '"event":"stopped"' in server.log()
