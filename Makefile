@@ -156,7 +156,10 @@ image-test: $(PB) helm-tools image-tools
 HAVE_NPM := $(shell command -v npm >/dev/null 2>&1 && echo yes)
 WEB_IF_NPM := $(if $(HAVE_NPM),web)
 
-run: $(PB) $(ENGINE) $(WEB_IF_NPM)
+# The Python side (the locked venv, the engine's mypyc compile) and the web table's build (npm ci,
+# tsc, vite) need nothing of each other: they are made side by side.
+run:
+	$(MAKE) --no-print-directory -j2 $(PB) $(ENGINE) $(WEB_IF_NPM)
 	$(PY) -m gostop serve $(ARGS)
 
 demo: $(STAMP) $(ENGINE)
