@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import multiprocessing
 import os
@@ -13,10 +14,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gostop.bots.arena import wilson as wilson
 from gostop.bots.schedule import derive_seed
@@ -35,6 +36,9 @@ from gostop.wire.convert import deal_to_pb, rules_from_pb, view_from_pb
 
 from .plan import HEAVY_BOTS, MAX_ACTIONS, RESULTS, SETTINGS_JSON, GameSpec, load_results, make_deal, plan
 from .report import write_report
+
+if TYPE_CHECKING:
+    from gostop.tools.ladder import Identity as BotIdentity
 
 # -------------------------------------------------------------------------------- the bots
 
@@ -351,6 +355,222 @@ def _start_pool(workers: int) -> tuple[concurrent.futures.ProcessPoolExecutor, l
     return pool, warm
 
 
+# ------------------------------------------------------------------------- the run's parts
+
+
+def _remote_addresses(options: Options) -> dict[str, str]:
+    """NAME -> HOST:PORT of the remote bots; ``ValueError`` when a ``remote:NAME`` bot has none."""
+    addresses = dict(options.remote_bots)
+    for spec in options.bots:
+        target = remote_target(spec)
+        if target is not None and target[0] not in addresses:
+            raise ValueError(f"bot {spec!r}: no address for the remote bot {target[0]!r} (pass --remote-bot "
+                             f"{target[0]}=HOST:PORT, or set GOSTOP_REMOTE_BOTS)")
+    return addresses
+
+
+def _identities(options: Options) -> tuple[str, dict[str, BotIdentity]]:
+    """The run's id (kept when the run is resumed) and what each bot is (name, options, code
+    version), saved for the ladder (``gostop.tools.ladder``): every record names them, so a game
+    is counted once and a changed bot is a new entry."""
+    from gostop.tools.ladder import bot_identity, run_id_of, save_identities
+
+    run_id = run_id_of(options.out)
+    identities = {spec: bot_identity(spec, _bot_options(spec, options.mcts_millis)) for spec in options.bots}
+    save_identities(options.out, identities.values())
+    return run_id, identities
+
+
+async def _connect(options: Options, stack: contextlib.AsyncExitStack) -> AsyncGostopClient:
+    """A client of the server the options name, or of an in-process server started for the run;
+    both are closed with ``stack``."""
+    if options.server:
+        client = AsyncGostopClient(options.server, tls=options.tls, api_key=options.api_key or None,
+                                   operator_key=options.operator_key or None)
+    else:
+        local = await _start_local_server()
+        stack.push_async_callback(local.server.stop, 0)
+        client = AsyncGostopClient(f"127.0.0.1:{local.server.port}", operator_key=local.operator_key)
+    stack.push_async_callback(client.close)
+    return client
+
+
+@dataclass
+class _Plan:
+    """The games of the tournament on the tables the server offers, and those this run plays."""
+
+    offered: dict[tuple[str, int], Rules]
+    specs: list[GameSpec]
+    todo: list[GameSpec]
+    skipped: int
+    """Games of the plan already in the results file."""
+
+
+async def _plan_run(options: Options, client: AsyncGostopClient, run_id: str, done: Set[str]) -> _Plan:
+    """Plan the tournament on the tables the server offers, save its settings, and leave out the
+    games already recorded (and those past ``max_games``)."""
+    offered = await list_tables(client)
+    tables = []
+    for preset in options.presets:
+        for players in options.players:
+            if (preset, players) in offered:
+                tables.append((preset, players))
+            else:
+                _say(f"skipping {preset} with {players} players: the server does not offer it")
+    if not tables:
+        raise ValueError("no preset is offered at the requested player counts")
+    specs = plan(options.bots, tables, options.games, options.seed)
+    (options.out / SETTINGS_JSON).write_text(json.dumps(_settings(options, tables, run_id), indent=2) + "\n")
+    todo = [s for s in specs if s.key not in done]
+    skipped = len(specs) - len(todo)
+    if options.max_games:
+        todo = todo[:options.max_games]
+    return _Plan(offered, specs, todo, skipped)
+
+
+class _Seating:
+    """The player of each seat of a game: a remote bot, a task of the process pool, or in-line."""
+
+    def __init__(self, options: Options, remotes: Mapping[str, RemoteBot],
+                 pool: concurrent.futures.Executor | None) -> None:
+        self.options = options
+        self.remotes = remotes
+        self.pool = pool
+        self.said: set[str] = set()
+        """Remote bots whose first fallback was said."""
+
+    def players(self, spec: GameSpec) -> list[Player]:
+        out: list[Player] = []
+        for seat, name in enumerate(spec.seats):
+            seed = derive_seed(spec.deal_seed, spec.rotation, seat)
+            bot_options = _bot_options(name, self.options.mcts_millis)
+            if name in self.remotes:
+                out.append(RemotePlayer(name, self.remotes[name], seed, self.options.remote_deadline_ms, self.said))
+            elif _heavy(name) and self.pool is not None:
+                out.append(PoolPlayer(name, seed, bot_options, self.pool))
+            else:
+                out.append(InlinePlayer(name, seed, bot_options))
+        return out
+
+
+def _open_remotes(options: Options, addresses: Mapping[str, str],
+                  stack: contextlib.AsyncExitStack) -> dict[str, RemoteBot]:
+    """Spec -> its remote bot, shared by every game of the run (closed with ``stack``)."""
+    remotes: dict[str, RemoteBot] = {}
+    for spec in options.bots:
+        if (target := remote_target(spec)) is not None:
+            remotes[spec] = RemoteBot(target[0], addresses[target[0]], options=target[1])
+            stack.callback(remotes[spec].close)
+    return remotes
+
+
+async def _open_pool(options: Options, stack: contextlib.AsyncExitStack) -> concurrent.futures.Executor:
+    """The started process pool of the heavy bots (shut down with ``stack``)."""
+    pool, warm = _start_pool(options.workers or os.cpu_count() or 1)
+    stack.callback(pool.shutdown, wait=True, cancel_futures=True)
+    await asyncio.gather(*warm)
+    return pool
+
+
+class _Recorder:
+    """Appends each finished game's record to the results file, says each failure, and moves the
+    progress bar."""
+
+    def __init__(self, path: Path, run_id: str, identities: Mapping[str, BotIdentity]) -> None:
+        self.writer = ResultWriter(path)
+        self.run_id = run_id
+        self.identities = identities
+        self.bar: Any = None
+        self.played = self.failed = 0
+
+    def show_progress(self, work: _Plan) -> None:
+        from tqdm import tqdm  # type: ignore[import-untyped]
+
+        self.bar = tqdm(total=len(work.specs), initial=work.skipped, unit="game", desc="tournament",
+                        dynamic_ncols=True, mininterval=0.5, smoothing=0.05)
+
+    def played_game(self, spec: GameSpec, record: dict[str, Any]) -> None:
+        record.update(run_id=self.run_id, bot_ids=[self.identities[name].id for name in spec.seats],
+                      ended_at=round(time.time(), 3))
+        self.writer.write(record)
+        self.played += 1
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def failed_game(self, spec: GameSpec, error: Exception) -> None:
+        self.failed += 1
+        message = f"game {spec.key} failed: {type(error).__name__}: {error}"
+        if self.bar is not None:
+            self.bar.write(message, file=sys.stderr)
+        else:
+            _say(message)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        self.writer.close()
+
+
+class _Games:
+    """Plays the games of a plan, ``parallel`` at a time, until they are done or the run is stopped."""
+
+    def __init__(self, client: AsyncGostopClient, offered: Mapping[tuple[str, int], Rules],
+                 seating: _Seating, recorder: _Recorder) -> None:
+        self.client = client
+        self.offered = offered
+        self.seating = seating
+        self.recorder = recorder
+        self.explicit = bool(client.operator_key)
+        """With an operator key the deals are explicit, so every rotation plays the same deal."""
+        self.deals: dict[tuple[str, int, int], pb.Deal] = {}
+        self.created = 0
+
+    async def run(self, todo: Sequence[GameSpec], parallel: int, stop: asyncio.Event | None) -> None:
+        """Play ``todo``; a fatal error (or ``stop``) cancels the games in flight."""
+        queue = iter(todo)
+        try:
+            async with asyncio.TaskGroup() as group:
+                watcher = group.create_task(self._watch(stop)) if stop is not None else None
+                workers = [group.create_task(self._work(queue)) for _ in range(max(1, parallel))]
+                await asyncio.wait(workers)
+                if watcher is not None:
+                    watcher.cancel()
+        except ExceptionGroup as errors:
+            fatal = [e for e in errors.exceptions if not isinstance(e, _Stopped)]
+            if fatal:
+                raise fatal[0] from None
+
+    @staticmethod
+    async def _watch(stop: asyncio.Event) -> None:
+        await stop.wait()
+        raise _Stopped
+
+    async def _work(self, queue: Iterator[GameSpec]) -> None:
+        for spec in queue:
+            deal = self._deal(spec)
+            self.created += 1
+            try:
+                record = await play_game(self.client, spec, deal, self.seating.players(spec))
+            except (Unauthenticated, PermissionDenied):
+                raise  # wrong keys: no game can be created, stop the run
+            except (GameFailed, GostopError) as error:
+                self.recorder.failed_game(spec, error)
+                continue
+            self.recorder.played_game(spec, record)
+
+    def _deal(self, spec: GameSpec) -> pb.Deal | None:
+        """The explicit deal of ``spec`` (one per preset, players and deal seed), or None."""
+        if not self.explicit:
+            return None
+        key = (spec.preset, spec.players, spec.deal_seed)
+        if key not in self.deals:
+            self.deals[key] = deal_to_pb(make_deal(self.offered[spec.preset, spec.players], spec.deal_seed))
+        return self.deals[key]
+
+
+# -------------------------------------------------------------------------------- the run
+
+
 async def run_tournament(
     options: Options, *, progress: bool = True, client: AsyncGostopClient | None = None,
     stop: asyncio.Event | None = None,
@@ -362,150 +582,29 @@ async def run_tournament(
     run early: the games in flight are abandoned (a rerun plays them), the pool and the in-process
     server are stopped, no report is written, and the summary says ``interrupted``."""
     started = time.perf_counter()
-    addresses = dict(options.remote_bots)
-    for spec in options.bots:
-        target = remote_target(spec)
-        if target is not None and target[0] not in addresses:
-            raise ValueError(f"bot {spec!r}: no address for the remote bot {target[0]!r} (pass --remote-bot "
-                             f"{target[0]}=HOST:PORT, or set GOSTOP_REMOTE_BOTS)")
+    addresses = _remote_addresses(options)
     options.out.mkdir(parents=True, exist_ok=True)
-    # For the ladder (gostop.tools.ladder): the run's id (kept when the run is resumed) and what each
-    # bot is (name, options, code version), named in every record, so a game is counted once and a
-    # changed bot is a new entry.
-    from gostop.tools.ladder import bot_identity, run_id_of, save_identities
-
-    run_id = run_id_of(options.out)
-    identities = {spec: bot_identity(spec, _bot_options(spec, options.mcts_millis)) for spec in options.bots}
-    save_identities(options.out, identities.values())
-    results_path = options.out / RESULTS
-    done = {r["key"] for r in load_results(results_path)}
-    local: _Running | None = None
-    own_client = client is None
-    if client is None:
-        if options.server:
-            client = AsyncGostopClient(options.server, tls=options.tls, api_key=options.api_key or None,
-                                       operator_key=options.operator_key or None)
-        else:
-            local = await _start_local_server()
-            client = AsyncGostopClient(f"127.0.0.1:{local.server.port}", operator_key=local.operator_key)
-    explicit = bool(client.operator_key)
-    created = played = failed = 0
-    specs: list[GameSpec] = []
-    skipped = 0
-    pool: concurrent.futures.ProcessPoolExecutor | None = None
-    writer: ResultWriter | None = None
-    bar: Any = None
-    remotes: dict[str, RemoteBot] = {}  # spec -> its bot, shared by every game of the run
-    said: set[str] = set()
-    try:
-        for spec in options.bots:
-            if (target := remote_target(spec)) is not None:
-                remotes[spec] = RemoteBot(target[0], addresses[target[0]], options=target[1])
-        offered = await list_tables(client)
-        tables = []
-        for preset in options.presets:
-            for players in options.players:
-                if (preset, players) in offered:
-                    tables.append((preset, players))
-                else:
-                    _say(f"skipping {preset} with {players} players: the server does not offer it")
-        if not tables:
-            raise ValueError("no preset is offered at the requested player counts")
-        specs = plan(options.bots, tables, options.games, options.seed)
-        (options.out / SETTINGS_JSON).write_text(json.dumps(_settings(options, tables, run_id), indent=2) + "\n")
-        todo = [s for s in specs if s.key not in done]
-        skipped = len(specs) - len(todo)
-        if options.max_games:
-            todo = todo[:options.max_games]
-        if not explicit:
+    run_id, identities = _identities(options)
+    done = {r["key"] for r in load_results(options.out / RESULTS)}
+    async with contextlib.AsyncExitStack() as stack:
+        if client is None:
+            client = await _connect(options, stack)
+        remotes = _open_remotes(options, addresses, stack)
+        work = await _plan_run(options, client, run_id, done)
+        if not client.operator_key:
             _say("no operator key: the server deals every game from its own random seed, so the deals are "
                  "not duplicated across rotations (pass --operator-key for duplicate deals)")
-        if todo and any(_heavy(b) for b in options.bots):
-            pool, warm = _start_pool(options.workers or os.cpu_count() or 1)
-            await asyncio.gather(*warm)
-        writer = ResultWriter(results_path)
+        heavy = bool(work.todo) and any(_heavy(b) for b in options.bots)
+        pool = await _open_pool(options, stack) if heavy else None
+        recorder = _Recorder(options.out / RESULTS, run_id, identities)
+        stack.callback(recorder.close)
         if progress:
-            from tqdm import tqdm  # type: ignore[import-untyped]
-
-            bar = tqdm(total=len(specs), initial=skipped, unit="game", desc="tournament", dynamic_ncols=True,
-                       mininterval=0.5, smoothing=0.05)
-        deals: dict[tuple[str, int, int], pb.Deal] = {}
-        queue: Iterator[GameSpec] = iter(todo)
-
-        def players_of(spec: GameSpec) -> list[Player]:
-            out: list[Player] = []
-            for seat, name in enumerate(spec.seats):
-                seed = derive_seed(spec.deal_seed, spec.rotation, seat)
-                bot_options = _bot_options(name, options.mcts_millis)
-                if name in remotes:
-                    out.append(RemotePlayer(name, remotes[name], seed, options.remote_deadline_ms, said))
-                elif _heavy(name) and pool is not None:
-                    out.append(PoolPlayer(name, seed, bot_options, pool))
-                else:
-                    out.append(InlinePlayer(name, seed, bot_options))
-            return out
-
-        async def worker() -> None:
-            nonlocal created, played, failed
-            assert client is not None and writer is not None
-            for spec in queue:
-                deal = None
-                if explicit:
-                    cache_key = (spec.preset, spec.players, spec.deal_seed)
-                    if cache_key not in deals:
-                        deals[cache_key] = deal_to_pb(make_deal(offered[spec.preset, spec.players], spec.deal_seed))
-                    deal = deals[cache_key]
-                created += 1
-                try:
-                    record = await play_game(client, spec, deal, players_of(spec))
-                except (Unauthenticated, PermissionDenied):
-                    raise  # wrong keys: no game can be created, stop the run
-                except (GameFailed, GostopError) as error:
-                    failed += 1
-                    message = f"game {spec.key} failed: {type(error).__name__}: {error}"
-                    if bar is not None:
-                        bar.write(message, file=sys.stderr)
-                    else:
-                        _say(message)
-                    continue
-                record.update(run_id=run_id, bot_ids=[identities[name].id for name in spec.seats],
-                              ended_at=round(time.time(), 3))
-                writer.write(record)
-                played += 1
-                if bar is not None:
-                    bar.update(1)
-
-        async def watch(event: asyncio.Event) -> None:
-            await event.wait()
-            raise _Stopped
-
-        try:
-            async with asyncio.TaskGroup() as group:  # a fatal error (or a stop) cancels the other workers
-                watcher = group.create_task(watch(stop)) if stop is not None else None
-                workers = [group.create_task(worker()) for _ in range(max(1, options.parallel))]
-                await asyncio.wait(workers)
-                if watcher is not None:
-                    watcher.cancel()
-        except ExceptionGroup as errors:
-            fatal = [e for e in errors.exceptions if not isinstance(e, _Stopped)]
-            if fatal:
-                raise fatal[0] from None
-    finally:
-        if bar is not None:
-            bar.close()
-        if writer is not None:
-            writer.close()
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        for remote in remotes.values():
-            remote.close()
-        if own_client and client is not None:
-            await client.close()
-        if local is not None:
-            await local.server.stop(0)
+            recorder.show_progress(work)
+        games = _Games(client, work.offered, _Seating(options, remotes, pool), recorder)
+        await games.run(work.todo, options.parallel, stop)
     interrupted = stop is not None and stop.is_set()
     report = None if interrupted else write_report(options.out)
-    return RunSummary(len(specs), skipped, played, failed, created,
+    return RunSummary(len(work.specs), work.skipped, recorder.played, recorder.failed, games.created,
                       time.perf_counter() - started, report, interrupted)
 
 
