@@ -44,7 +44,7 @@ from gostop.client import (
     Unavailable,
     seat_of_token,
 )
-from gostop.client.client import _WatchCursor
+from gostop.client.calls import WatchCursor as _WatchCursor
 from gostop.engine import (
     SPECTATOR,
     Match,
