@@ -5,7 +5,7 @@ serve``. It is the service in every respect but one: after a game's first Submit
 as usual, every later SubmitAction of that game skips the engine step, the view, the events'
 messages, the log entry and the snapshot, and instead commits the bytes of that first turn again
 (its log entry and stored response, and its snapshot at the versions where the service writes one:
-``Games.snapshot_due``), at the new version. What is left is everything else
+``Repository.snapshot_due``), at the new version. What is left is everything else
 a SubmitAction costs: the RPC, the interceptor's metrics and log line, the caller's token, the
 idempotency digest, the cached game, one compare-and-set round trip to the store with a turn's
 real-sized payload, and the response message. A SubmitAction cannot cost less than this, however
@@ -29,7 +29,7 @@ from gostop.service import server as server_module
 from gostop.service.auth import Authenticator
 from gostop.service.config import Config
 from gostop.service.errors import stale
-from gostop.service.games import Games, _action_kind
+from gostop.service.games import Games, action_kind
 from gostop.service.metrics import Metrics
 from gostop.service.store_api import Committed, Store
 from gostop.tools import cli
@@ -63,13 +63,13 @@ class DomainFreeGames(Games):
     async def _commit(
         self, game_id: str, seat: int, expected: int, request_id: str, fingerprint: str, kind: str,
         action: Action | None, step: Callable[[Match], tuple[Match, list[Event]]],
-        response: pb.SubmitActionResponse | pb.StartNextRoundResponse,
+        response: pb.SubmitActionResponse | pb.StartNextRoundResponse, bots: Any = None,
     ) -> None:
         first = self._first.get(game_id)
         if first is None or kind != "action":
-            await super()._commit(game_id, seat, expected, request_id, fingerprint, kind, action, step, response)
+            await super()._commit(game_id, seat, expected, request_id, fingerprint, kind, action, step, response, bots)
             entry = self._recording.last.pop(game_id, None)
-            reached = self._cache.get(game_id)  # the state that commit reached, with its plays
+            reached = self.repository.cache.get(game_id)  # the state that commit reached, with its plays
             if kind == "action" and entry is not None and reached is not None and reached[2] is not None:
                 # Its snapshot, as the service would write it (whether or not that commit did).
                 blob = compact.pack("snap", match_to_bytes(reached[1], reached[2].json))
@@ -77,22 +77,23 @@ class DomainFreeGames(Games):
             return
         blob, entry, answer = first
         digest = compact.digest(fingerprint)
-        version, match, plays = await self._load(game_id, expected)
+        repo = self.repository
+        version, match, plays, _ = await repo.load(game_id, expected)
         if version != expected:
             if await self._replay(game_id, request_id, digest, response.result):
                 return
             raise stale(version, expected)
         response.MergeFromString(answer)
         response.result.version = version + 1
-        snapshot = blob if self.snapshot_due(version + 1, match) else None
-        outcome = await self._timed("commit", self._recording.inner.commit(
-            game_id, expected, snapshot, entry, self._ttl_ms(match), request_id, digest,
+        snapshot = blob if repo.snapshot_due(version + 1, match) else None
+        outcome = await repo.timed("commit", self._recording.inner.commit(
+            game_id, expected, snapshot, entry, repo.ttl_ms(match), request_id, digest,
             compact.pack("resp", response.SerializeToString()) if request_id else b"",
         ))
         if not isinstance(outcome, Committed):
             raise stale(version + 1, expected)
-        self._remember(game_id, version + 1, match, plays)
-        self.metrics.actions.labels(_action_kind(action)).inc()
+        repo.remember(game_id, version + 1, match, plays)
+        self.metrics.actions.labels(action_kind(action)).inc()
 
 
 if __name__ == "__main__":

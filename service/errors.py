@@ -1,18 +1,12 @@
-"""Service errors, split by cause, and the one place that maps them to gRPC statuses.
-
-Every failure of a call ends in ``to_status``: a ``grpc.StatusCode``, a message that
-never names a hidden card, and ``google.rpc.Status`` details carrying an ``ErrorInfo``
-(reason, domain ``gostop.v1``, metadata such as the current version).
+"""Service errors: a code, a stable reason, a message that never names a hidden card, and safe
+metadata (such as the current version). ``classify`` is the one place any exception of a call
+becomes such an error; ``status`` turns one into what a transport sends. Nothing here is gRPC's.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
-
-import grpc
-from google.protobuf import any_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
-from grpc_status import rpc_status
 
 from gostop.engine import (
     CorruptSnapshot,
@@ -29,11 +23,33 @@ from .store_api import StoreCorrupt, StoreOutcomeUnknown, StoreUnavailable
 DOMAIN = "gostop.v1"
 
 
+class Code(enum.Enum):
+    """The outcome of a call, with the names and numbers gRPC and Connect share (google.rpc.Code)."""
+
+    OK = 0
+    CANCELLED = 1
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
+    FAILED_PRECONDITION = 9
+    ABORTED = 10
+    OUT_OF_RANGE = 11
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    DATA_LOSS = 15
+    UNAUTHENTICATED = 16
+
+
 @dataclass
 class ServiceError(Exception):
-    """A failure with a gRPC code, a stable reason and safe metadata."""
+    """A failure with a code, a stable reason and safe metadata."""
 
-    code: grpc.StatusCode
+    code: Code
     reason: str
     message: str
     metadata: dict[str, str] = field(default_factory=dict)
@@ -43,24 +59,24 @@ class ServiceError(Exception):
 
 
 def invalid(reason: str, message: str, **metadata: str) -> ServiceError:
-    return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, reason, message, metadata)
+    return ServiceError(Code.INVALID_ARGUMENT, reason, message, metadata)
 
 
 def not_found(game_id: str) -> ServiceError:
-    return ServiceError(grpc.StatusCode.NOT_FOUND, "GAME_NOT_FOUND", "no such game (or it expired)",
+    return ServiceError(Code.NOT_FOUND, "GAME_NOT_FOUND", "no such game (or it expired)",
                         {"game_id": game_id})
 
 
 def unauthenticated(message: str) -> ServiceError:
-    return ServiceError(grpc.StatusCode.UNAUTHENTICATED, "BAD_CREDENTIALS", message)
+    return ServiceError(Code.UNAUTHENTICATED, "BAD_CREDENTIALS", message)
 
 
 def denied(reason: str, message: str) -> ServiceError:
-    return ServiceError(grpc.StatusCode.PERMISSION_DENIED, reason, message)
+    return ServiceError(Code.PERMISSION_DENIED, reason, message)
 
 
 def precondition(reason: str, message: str, **metadata: str) -> ServiceError:
-    return ServiceError(grpc.StatusCode.FAILED_PRECONDITION, reason, message, metadata)
+    return ServiceError(Code.FAILED_PRECONDITION, reason, message, metadata)
 
 
 def stale(current: int, expected: int) -> ServiceError:
@@ -70,7 +86,7 @@ def stale(current: int, expected: int) -> ServiceError:
     else:
         message = f"the game is at version {current}, not {expected}: re-read it and choose again"
     return ServiceError(
-        grpc.StatusCode.ABORTED,
+        Code.ABORTED,
         "STALE_VERSION",
         message,
         {"current_version": str(current), "expected_version": str(expected)},
@@ -83,7 +99,7 @@ def classify(exc: BaseException) -> ServiceError:
         return exc
     if isinstance(exc, (MalformedAction, InvalidRules, InvalidDeal)):
         meta = {"field": exc.field} if isinstance(exc, InvalidRules) else {}
-        return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, exc.reason, str(exc), meta)
+        return ServiceError(Code.INVALID_ARGUMENT, exc.reason, str(exc), meta)
     if isinstance(exc, RoundOver):
         return precondition("ROUND_OVER", str(exc))
     if isinstance(exc, NotYourTurn):
@@ -92,23 +108,12 @@ def classify(exc: BaseException) -> ServiceError:
         return precondition(exc.code if exc.code != "ILLEGAL_ACTION" else exc.reason, str(exc))
     if isinstance(exc, StoreOutcomeUnknown):
         return ServiceError(
-            grpc.StatusCode.UNAVAILABLE, "STORE_TIMEOUT",
+            Code.UNAVAILABLE, "STORE_TIMEOUT",
             "the game store did not answer in time: the request may have been applied; "
             "retry it with the same request_id to learn its outcome", {"outcome": "unknown"})
     if isinstance(exc, StoreUnavailable):
-        return ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+        return ServiceError(Code.UNAVAILABLE, "STORE_UNAVAILABLE",
                             "the game store is unreachable: the request was not applied", {"outcome": "not_applied"})
     if isinstance(exc, (StoreCorrupt, CorruptSnapshot)):
-        return ServiceError(grpc.StatusCode.DATA_LOSS, "SNAPSHOT_CORRUPT", "the stored game cannot be decoded")
-    return ServiceError(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
-
-
-def to_status(err: ServiceError) -> grpc.Status:
-    """The gRPC status (with ``google.rpc.Status`` details) of a service error."""
-    info = error_details_pb2.ErrorInfo(reason=err.reason, domain=DOMAIN, metadata=err.metadata)
-    detail = any_pb2.Any()
-    detail.Pack(info)
-    status = status_pb2.Status(
-        code=getattr(code_pb2, err.code.name, code_pb2.UNKNOWN), message=err.message, details=[detail]
-    )
-    return rpc_status.to_status(status)
+        return ServiceError(Code.DATA_LOSS, "SNAPSHOT_CORRUPT", "the stored game cannot be decoded")
+    return ServiceError(Code.INTERNAL, "INTERNAL", "internal error")

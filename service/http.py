@@ -2,10 +2,9 @@
 
 Browsers cannot speak gRPC over HTTP/2 directly, so the service also answers on an HTTP port
 (HTTP/1.1 and HTTP/2 cleartext) through ``connectrpc``'s ASGI application, which speaks the
-Connect protocol, gRPC-Web and gRPC. Every call goes to the same domain layer (``Games``) as the
-gRPC port's, with the same credentials (``authorization: Bearer <seat token>``, ``x-api-key``),
-the same errors (Connect codes, with the ``google.rpc.ErrorInfo`` in the details), the same limits,
-the same metrics (labelled by ``protocol``) and the same per-call log line.
+Connect protocol, gRPC-Web and gRPC. Every call goes through the same per-call wrapper
+(``calls.Calls``) as the gRPC port's: the same credentials, errors (Connect codes, with the
+``google.rpc.ErrorInfo`` in the details), limits, metrics (labelled by ``protocol``) and log line.
 
 Around it: CORS for the origins the operator allows (``GOSTOP_CORS_ORIGINS``; a page of another
 origin is refused unless listed) and the web table's files at ``/`` (the built page, shipped in
@@ -27,43 +26,28 @@ import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-import grpc
 import structlog
-from connectrpc.code import Code
 from connectrpc.codec import Codec
 from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
-from connectrpc.errors import ConnectError, ErrorDetail
 from google.rpc import error_details_pb2, status_pb2
-from protobuf.wkt import Any as ConnectAny
 
 from gostop.v1 import game_pb2 as pb
 from gostop.v1.game_connect import GameServiceASGIApplication
 
+from .calls import SERVICE, Calls
 from .config import Config
-from .errors import DOMAIN, ServiceError, classify, invalid
-from .games import Games, client_address
+from .errors import DOMAIN, Code, ServiceError, invalid
 from .metrics import Metrics
+from .status import connect_code, connect_error
 
 log = structlog.get_logger("gostop")
 
-SERVICE = "gostop.v1.GameService"
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-_CODES = {code.name: code for code in Code}
-_CODES["CANCELLED"] = Code.CANCELED
-
-
-def connect_error(err: ServiceError) -> ConnectError:
-    """The Connect error of a service error: its code, its message, and its ``ErrorInfo``."""
-    info = error_details_pb2.ErrorInfo(reason=err.reason, domain=DOMAIN, metadata=err.metadata)
-    detail = ConnectAny(type_url="type.googleapis.com/google.rpc.ErrorInfo", value=info.SerializeToString())
-    return ConnectError(_CODES.get(err.code.name, Code.UNKNOWN), err.message, [ErrorDetail(detail)])
-
 
 class _Checked:
     """A codec whose decoding failure is the service's own error (``MALFORMED_REQUEST``, with its
@@ -102,134 +86,58 @@ _HANDLED: contextvars.ContextVar[list[bool]] = contextvars.ContextVar("gostop_ht
 """Set per request by ``Refusals``: whether the call reached a handler (and so was observed there)."""
 
 
-class _Call:
-    """One call's bookkeeping: metrics, the log line, the error mapping (as the gRPC port's
-    ``ObservingInterceptor`` does it)."""
+class ConnectTransport:
+    """A call on the HTTP port, as the per-call wrapper (``calls.Calls``) sees it."""
 
-    def __init__(self, service: ConnectGameService, name: str, kind: str, ctx: Any) -> None:
-        self.service = service
-        self.name = name
-        self.kind = kind
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
         headers = ctx.request_headers
         self.protocol = protocol_of(headers.get("content-type", "") if ctx.http_method == "POST" else "")
-        self.headers = headers
-        self.ctx = ctx
+        self.log_fields = {"protocol": self.protocol}
         seen = _HANDLED.get(None)
         if seen is not None:
             seen.append(True)
-        self.started = time.perf_counter()
-        m = service.metrics
-        self.labels = (kind, SERVICE, name, self.protocol)
-        structlog.contextvars.clear_contextvars()
-        structlog.contextvars.bind_contextvars(protocol=self.protocol)
-        m.started.labels(*self.labels).inc()
-        m.msg_received.labels(*self.labels).inc()
-        m.in_flight.labels(*self.labels).inc()
 
-    def caller(self, **bind: Any) -> Any:
-        structlog.contextvars.bind_contextvars(**{k: v for k, v in bind.items() if v not in ("", None)})
-        metadata = [(k.lower(), v) for k, v in self.headers.allitems()]
-        caller = self.service.games.auth.caller(metadata)
-        if caller.seat is not None:
-            structlog.contextvars.bind_contextvars(seat=caller.seat)
-        return caller
+    def metadata(self) -> list[tuple[str, str]]:
+        return [(k.lower(), v) for k, v in self.ctx.request_headers.allitems()]
 
-    def sent(self) -> None:
-        self.service.metrics.msg_sent.labels(*self.labels).inc()
+    def peer(self) -> str:
+        return self.ctx.client_address or ""
 
-    def finish(self, code: grpc.StatusCode) -> None:
-        m = self.service.metrics
-        elapsed = time.perf_counter() - self.started
-        m.in_flight.labels(*self.labels).dec()
-        m.handled.labels(*self.labels, code.name).inc()
-        m.handling.labels(*self.labels).observe(elapsed)
-        quiet = code is grpc.StatusCode.OK or (self.kind == "server_stream" and code is grpc.StatusCode.CANCELLED)
-        (log.info if quiet else log.warning)("rpc", rpc=self.name, code=code.name,
-                                             duration_ms=round(elapsed * 1000, 3))
-
-    def fail(self, exc: BaseException) -> ConnectError:
-        err = classify(exc)
-        if err.code is grpc.StatusCode.INTERNAL:
-            self.service.tracebacks.report(self.name, exc)
-        structlog.contextvars.bind_contextvars(reason=err.reason)
-        self.finish(err.code)
-        return connect_error(err)
+    async def abort(self, err: ServiceError) -> NoReturn:
+        raise connect_error(err) from None
 
 
 class ConnectGameService:
-    """``gostop.v1.GameService`` for ``connectrpc``: transport only, like the gRPC servicer."""
+    """``gostop.v1.GameService`` for ``connectrpc``: each method one call of ``calls``."""
 
-    def __init__(self, games: Games, metrics: Metrics, tracebacks: Any) -> None:
-        self.games = games
-        self.metrics = metrics
-        self.tracebacks = tracebacks
+    def __init__(self, calls: Calls) -> None:
+        self.calls = calls
 
-    async def _unary(self, name: str, ctx: Any, run: Callable[[_Call], Awaitable[Any]]) -> Any:
-        call = _Call(self, name, "unary", ctx)
-        try:
-            response = await run(call)
-        except asyncio.CancelledError:
-            call.finish(grpc.StatusCode.CANCELLED)
-            raise
-        except Exception as exc:
-            raise call.fail(exc) from None
-        call.finish(grpc.StatusCode.OK)
-        call.sent()
-        return response
+    async def _unary(self, name: str, request: Any, ctx: Any) -> Any:
+        return await self.calls.unary(name, ConnectTransport(ctx), lambda: request)
 
     async def list_rule_sets(self, request: pb.ListRuleSetsRequest, ctx: Any) -> pb.ListRuleSetsResponse:
-        async def run(call: _Call) -> pb.ListRuleSetsResponse:
-            return self.games.list_rule_sets()
-
-        return await self._unary("ListRuleSets", ctx, run)  # type: ignore[no-any-return]
+        return await self._unary("ListRuleSets", request, ctx)  # type: ignore[no-any-return]
 
     async def create_game(self, request: pb.CreateGameRequest, ctx: Any) -> pb.CreateGameResponse:
-        async def run(call: _Call) -> pb.CreateGameResponse:
-            response = await self.games.create(request, call.caller(preset=request.preset))
-            structlog.contextvars.bind_contextvars(game_id=response.game_id)
-            return response
-
-        return await self._unary("CreateGame", ctx, run)  # type: ignore[no-any-return]
+        return await self._unary("CreateGame", request, ctx)  # type: ignore[no-any-return]
 
     async def get_game(self, request: pb.GetGameRequest, ctx: Any) -> pb.GetGameResponse:
-        async def run(call: _Call) -> pb.GetGameResponse:
-            return await self.games.get(request, call.caller(game_id=request.game_id))
-
-        return await self._unary("GetGame", ctx, run)  # type: ignore[no-any-return]
+        return await self._unary("GetGame", request, ctx)  # type: ignore[no-any-return]
 
     async def submit_action(self, request: pb.SubmitActionRequest, ctx: Any) -> pb.SubmitActionResponse:
-        async def run(call: _Call) -> pb.SubmitActionResponse:
-            return await self.games.submit(request, call.caller(game_id=request.game_id,
-                                                                request_id=request.request_id))
-
-        return await self._unary("SubmitAction", ctx, run)  # type: ignore[no-any-return]
+        return await self._unary("SubmitAction", request, ctx)  # type: ignore[no-any-return]
 
     async def start_next_round(self, request: pb.StartNextRoundRequest, ctx: Any) -> pb.StartNextRoundResponse:
-        async def run(call: _Call) -> pb.StartNextRoundResponse:
-            return await self.games.start_next_round(request, call.caller(game_id=request.game_id,
-                                                                          request_id=request.request_id))
-
-        return await self._unary("StartNextRound", ctx, run)  # type: ignore[no-any-return]
+        return await self._unary("StartNextRound", request, ctx)  # type: ignore[no-any-return]
 
     async def get_game_log(self, request: pb.GetGameLogRequest, ctx: Any) -> pb.GetGameLogResponse:
-        async def run(call: _Call) -> pb.GetGameLogResponse:
-            return await self.games.log(request, call.caller(game_id=request.game_id))
-
-        return await self._unary("GetGameLog", ctx, run)  # type: ignore[no-any-return]
+        return await self._unary("GetGameLog", request, ctx)  # type: ignore[no-any-return]
 
     async def watch_game(self, request: pb.WatchGameRequest, ctx: Any) -> AsyncIterator[pb.WatchGameResponse]:
-        call = _Call(self, "WatchGame", "server_stream", ctx)
-        try:
-            caller = call.caller(game_id=request.game_id)
-            async for item in self.games.watch(request, caller, peer=client_address(ctx.client_address or "")):
-                call.sent()
-                yield item
-        except (asyncio.CancelledError, GeneratorExit):
-            call.finish(grpc.StatusCode.CANCELLED)
-            raise
-        except Exception as exc:
-            raise call.fail(exc) from None
-        call.finish(grpc.StatusCode.OK)
+        async for item in self.calls.stream("WatchGame", ConnectTransport(ctx), lambda: request):
+            yield item
 
 
 _STATUS_CODES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "UNIMPLEMENTED",
@@ -251,7 +159,7 @@ def _refusal(status: int, body: bytes, trailers: dict[bytes, bytes]) -> tuple[st
         text = body[5:]
     if b"grpc-status" in trailers:
         code = int(trailers[b"grpc-status"]) if trailers[b"grpc-status"].strip().isdigit() else 2
-        name = next((c.name for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN")
+        name = next((c.name for c in Code if c.value == code), "UNKNOWN")
         reason = ""
         with contextlib.suppress(Exception):
             details = trailers.get(b"grpc-status-details-bin", b"").strip()
@@ -273,7 +181,7 @@ def _refusal(status: int, body: bytes, trailers: dict[bytes, bytes]) -> tuple[st
                     value = detail["value"]
                     reason = error_details_pb2.ErrorInfo.FromString(
                         base64.b64decode(value + "=" * (-len(value) % 4))).reason
-        return (name if name in grpc.StatusCode.__members__ else "UNKNOWN"), reason
+        return (name if name in Code.__members__ else "UNKNOWN"), reason
     return _STATUS_CODES.get(status, "UNKNOWN"), ""
 
 
@@ -283,9 +191,9 @@ class Refusals:
     like every other failed call; header values that are not UTF-8 reach the service as text that
     fails its checks (a malformed credential), never as the library's decoding error."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, calls: Calls) -> None:
         self.app = app
-        self.metrics = metrics
+        self.calls = calls
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope.get("path", "")
@@ -331,18 +239,8 @@ class Refusals:
         if handled or not status:
             return
         code, reason = _refusal(status, bytes(head), trailers)
-        method = name if name in _METHODS else "unknown"
-        kind = "server_stream" if method == "WatchGame" else "unary"
         content_type = next((bytes(v).decode("latin-1") for k, v in headers if k == b"content-type"), "")
-        labels = (kind, SERVICE, method, protocol_of(content_type))
-        m = self.metrics
-        m.started.labels(*labels).inc()
-        m.msg_received.labels(*labels).inc()
-        m.handled.labels(*labels, code).inc()
-        m.handling.labels(*labels).observe(time.perf_counter() - started)
-        structlog.contextvars.clear_contextvars()
-        log.warning("rpc", rpc=method, code=code, duration_ms=round((time.perf_counter() - started) * 1000, 3),
-                    protocol=labels[3], **({"reason": reason} if reason else {}))
+        self.calls.refused(name if name in _METHODS else "unknown", protocol_of(content_type), code, reason, started)
 
 
 # ------------------------------------------------------------------------- framing the library misreads
@@ -351,17 +249,17 @@ _ENVELOPED = ("application/grpc", "application/connect+")
 """Content types whose body is length-prefixed messages (gRPC, gRPC-Web, Connect streaming)."""
 
 
-def _error_headers(code: grpc.StatusCode, reason: str, message: str) -> list[tuple[bytes, bytes]]:
+def _error_headers(code: Code, reason: str, message: str) -> list[tuple[bytes, bytes]]:
     """A gRPC Trailers-Only answer's status headers: code, message and the ``ErrorInfo``."""
     info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN)
-    status = status_pb2.Status(code=code.value[0], message=message)
+    status = status_pb2.Status(code=code.value, message=message)
     status.details.add().Pack(info)
-    return [(b"grpc-status", str(code.value[0]).encode()),
+    return [(b"grpc-status", str(code.value).encode()),
             (b"grpc-message", urllib.parse.quote(message, safe=" ").encode()),
             (b"grpc-status-details-bin", base64.b64encode(status.SerializeToString()).rstrip(b"="))]
 
 
-async def protocol_error(scope: Scope, send: Send, code: grpc.StatusCode, reason: str, message: str,
+async def protocol_error(scope: Scope, send: Send, code: Code, reason: str, message: str,
                          extra: Iterable[tuple[bytes, bytes]] = ()) -> None:
     """Answer a call with a service error in the call's own protocol: gRPC and gRPC-Web as
     Trailers-Only, Connect streaming as an end-of-stream message, Connect unary as its JSON error."""
@@ -373,14 +271,14 @@ async def protocol_error(scope: Scope, send: Send, code: grpc.StatusCode, reason
         await send({"type": "http.response.body", "body": b""})
         return
     info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN)
-    doc = {"code": _CODES.get(code.name, Code.UNKNOWN).name.lower(), "message": message,
+    doc = {"code": connect_code(code).name.lower(), "message": message,
            "details": [{"type": "google.rpc.ErrorInfo",
                         "value": base64.b64encode(info.SerializeToString()).decode().rstrip("=")}]}
     if content_type.startswith("application/connect+"):
         body = json.dumps({"error": doc}).encode()
         await _plain(send, 200, struct_prefix(0x02, body), content_type.split(";")[0].encode("latin-1"), extra)
         return
-    status = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNIMPLEMENTED: 501}.get(code, 400)
+    status = {Code.INVALID_ARGUMENT: 400, Code.UNIMPLEMENTED: 501}.get(code, 400)
     await _plain(send, status, json.dumps(doc).encode(), b"application/json", extra)
 
 
@@ -405,7 +303,7 @@ class Framing:
         grpc_web = content_type.startswith("application/grpc-web")
         if api_call and content_type.startswith("application/grpc") and not grpc_web \
                 and scope.get("http_version") != "2":
-            await protocol_error(scope, send, grpc.StatusCode.UNIMPLEMENTED, "GRPC_NEEDS_HTTP2",
+            await protocol_error(scope, send, Code.UNIMPLEMENTED, "GRPC_NEEDS_HTTP2",
                                  "gRPC needs HTTP/2: call the gRPC port, or use Connect or gRPC-Web on this port")
             return
         if not api_call or scope.get("method") != "POST" or not content_type.startswith(_ENVELOPED):
@@ -425,7 +323,7 @@ class Framing:
             else b"grpc-encoding"
         encoding = (_header(scope, encoding_header) or "identity").strip().lower()
         if first and first[0] & 0x01 and encoding == "identity":
-            await protocol_error(scope, send, grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST",
+            await protocol_error(scope, send, Code.INVALID_ARGUMENT, "MALFORMED_REQUEST",
                                  f"the message is flagged compressed but the request names no compression "
                                  f"({encoding_header.decode()})")
             return
@@ -521,7 +419,7 @@ class Edge:
             content_type = _header(scope, b"content-type") or ""
             if str(scope.get("path", "")).startswith(f"/{SERVICE}/") and content_type.startswith(_ENVELOPED):
                 # gRPC clients read a bare 408 as UNKNOWN: answer in the call's protocol
-                await protocol_error(scope, send, grpc.StatusCode.DEADLINE_EXCEEDED, "REQUEST_BODY_TIMEOUT",
+                await protocol_error(scope, send, Code.DEADLINE_EXCEEDED, "REQUEST_BODY_TIMEOUT",
                                      "the request body stopped arriving (GOSTOP_HTTP_READ_TIMEOUT_SECONDS)", close)
             else:
                 await _plain(send, 408, b"the request body stopped arriving (GOSTOP_HTTP_READ_TIMEOUT_SECONDS)\n",
@@ -696,15 +594,14 @@ class WebTable:
         await send({"type": "http.response.body", "body": b"" if head else body})
 
 
-def build_app(games: Games, metrics: Metrics, config: Config, tracebacks: Any,
-              web: Path | None = None) -> ASGIApp:
+def build_app(calls: Calls, config: Config, web: Path | None = None) -> ASGIApp:
     """The whole HTTP application: the edge (WebSocket, Host, read timeout) around CORS around the
     web table around the framing checks around the Connect application."""
-    service = ConnectGameService(games, metrics, tracebacks)
-    api: ASGIApp = GameServiceASGIApplication(service, read_max_bytes=config.max_message_bytes, codecs=CODECS)
+    api: ASGIApp = GameServiceASGIApplication(ConnectGameService(calls), read_max_bytes=config.max_message_bytes,
+                                              codecs=CODECS)
     table = WebTable(Framing(api), web if web is not None else web_root())
-    return Edge(Cors(Refusals(table, metrics), config.keys("cors_origins")), config.keys("http_hosts"),
-                config.http_read_timeout_seconds, tracebacks, metrics)
+    return Edge(Cors(Refusals(table, calls), config.keys("cors_origins")), config.keys("http_hosts"),
+                config.http_read_timeout_seconds, calls.tracebacks, calls.metrics)
 
 
 # --------------------------------------------------------------------------------- serving it

@@ -1,5 +1,5 @@
-"""The gRPC server: a thin servicer over ``Games``, one interceptor for errors, metrics
-and logs, health checking, reflection, TLS, and graceful shutdown."""
+"""The gRPC server: the gRPC port over the per-call wrapper (``calls``), the HTTP port beside it,
+health checking, reflection, TLS, and graceful shutdown."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import asyncio
 import contextlib
 import secrets
 import signal
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import grpc
 import structlog
@@ -19,13 +18,14 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
 from gostop.v1 import game_pb2 as pb
-from gostop.v1 import game_pb2_grpc as pb_grpc
 
 from .auth import Authenticator
+from .calls import OPERATIONS, SERVICE, Calls, Operation
 from .config import Config
-from .errors import classify, invalid, to_status
-from .games import Games, client_address
+from .errors import ServiceError, invalid
+from .games import Games
 from .metrics import Metrics
+from .status import grpc_status
 from .stores import open_bot_queue, open_store
 from .workers import worker_index
 
@@ -33,217 +33,66 @@ if TYPE_CHECKING:
     from .http import HttpServer
 
 log = structlog.get_logger("gostop")
-SERVICE = "gostop.v1.GameService"
-
-
-def _decode(deserialize: Callable[[bytes], Any] | None, raw: Any) -> Any:
-    """The request message of the raw request bytes. The handlers decode requests themselves, so
-    that bytes that are no valid message are the caller's error (INVALID_ARGUMENT, logged and
-    counted) rather than grpc's UNKNOWN naming a Python exception."""
-    if deserialize is None:
-        return raw
-    try:
-        return deserialize(raw)
-    except DecodeError as exc:
-        raise invalid("MALFORMED_REQUEST", "the request is not a valid message of this method") from exc
-
 
 
 class ListenError(OSError):
     """The server cannot bind one of its ports; the message names the setting that changes it."""
 
-class TracebackLimiter:
-    """At most one traceback a minute per (RPC, exception type) at error level.
 
-    An unexpected exception is a bug; if a caller can trigger it, it must not also be able to
-    flood the logs with a traceback per call. The calls whose traceback is left out are still
-    answered INTERNAL and counted (``grpc_server_handled_total``); the next traceback logged for
-    the same key says how many were left out since the last.
-    """
+class GrpcTransport:
+    """A call on the gRPC port, as the per-call wrapper (``calls.Calls``) sees it."""
 
-    def __init__(self, interval: float = 60.0) -> None:
-        self.interval = interval
-        self._last: dict[tuple[str, str], tuple[float, int]] = {}
+    protocol = "grpc"
 
-    def report(self, rpc: str, exc: BaseException) -> None:
-        key = (rpc, type(exc).__qualname__)
-        now = time.monotonic()
-        last = self._last.get(key)
-        if last is not None and now - last[0] < self.interval:
-            self._last[key] = (last[0], last[1] + 1)
-            return
-        if len(self._last) > 1024:
-            self._last.clear()
-        self._last[key] = (now, 0)
-        log.error("internal error", rpc=rpc, exc_info=exc, tracebacks_left_out=last[1] if last else 0)
+    def __init__(self, context: grpc.aio.ServicerContext) -> None:
+        self.context = context
+        self.log_fields: dict[str, Any] = {}
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        return tuple(self.context.invocation_metadata() or ())
+
+    def peer(self) -> str:
+        return self.context.peer() or ""
+
+    async def abort(self, err: ServiceError) -> NoReturn:
+        status = grpc_status(err)
+        await self.context.abort(status.code, status.details, status.trailing_metadata)
+        raise AssertionError("abort returned")  # pragma: no cover - grpc's abort raises
 
 
-class ObservingInterceptor(grpc.aio.ServerInterceptor):
-    """The one place where every call is timed, counted, logged and its errors mapped.
+def _decoder(message: type[Any], raw: bytes) -> Callable[[], Any]:
+    """The request of the raw request bytes, decoded inside the call: bytes that are no valid
+    message are the caller's error (INVALID_ARGUMENT, logged and counted) rather than grpc's
+    UNKNOWN naming a Python exception."""
 
-    Wrapped handlers and their labelled metrics are built once per method, not per call.
-    """
+    def decode() -> Any:
+        try:
+            return message.FromString(raw)
+        except DecodeError as exc:
+            raise invalid("MALFORMED_REQUEST", "the request is not a valid message of this method") from exc
 
-    def __init__(self, metrics: Metrics) -> None:
-        self.metrics = metrics
-        self._wrapped: dict[str, tuple[Any, Any]] = {}
-        self.tracebacks = TracebackLimiter()
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
-        if handler is None:
-            return handler
-        method: str = details.method
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        wrapped = self._wrap(method, handler)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
-
-    def _wrap(self, method: str, handler: Any) -> Any:
-        service, _, name = method.lstrip("/").rpartition("/")
-        if service != SERVICE:
-            return handler
-        m = self.metrics
-        kind = "unary" if handler.unary_unary is not None else "server_stream"
-        streaming = kind == "server_stream"
-        started_count = m.started.labels(kind, service, name, "grpc")
-        handling = m.handling.labels(kind, service, name, "grpc")
-        received = m.msg_received.labels(kind, service, name, "grpc")
-        sent = m.msg_sent.labels(kind, service, name, "grpc")
-        in_flight = m.in_flight.labels(kind, service, name, "grpc")
-        handled: dict[grpc.StatusCode, Any] = {}
-        deserialize = handler.request_deserializer
-
-        def finish(started: float, code: grpc.StatusCode) -> None:
-            elapsed = time.perf_counter() - started
-            counter = handled.get(code)
-            if counter is None:
-                counter = handled[code] = m.handled.labels(kind, service, name, "grpc", code.name)
-            counter.inc()
-            handling.observe(elapsed)
-            if code is grpc.StatusCode.OK or (streaming and code is grpc.StatusCode.CANCELLED):
-                # A watcher leaving (its own deadline, a closed tab) is how a stream normally ends.
-                log.info("rpc", rpc=name, code=code.name, duration_ms=round(elapsed * 1000, 3))
-            else:
-                log.warning("rpc", rpc=name, code=code.name, duration_ms=round(elapsed * 1000, 3))
-
-        async def fail(started: float, exc: BaseException, context: grpc.aio.ServicerContext) -> None:
-            err = classify(exc)
-            if err.code is grpc.StatusCode.INTERNAL:
-                self.tracebacks.report(name, exc)
-            structlog.contextvars.bind_contextvars(reason=err.reason)
-            finish(started, err.code)
-            status = to_status(err)
-            await context.abort(status.code, status.details, status.trailing_metadata)
-
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
-
-            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                structlog.contextvars.clear_contextvars()
-                started_count.inc()
-                received.inc()  # a unary call's one request, as grpc-go's interceptors count it
-                in_flight.inc()
-                started = time.perf_counter()
-                try:
-                    try:
-                        response = await inner(_decode(deserialize, request), context)
-                    except asyncio.CancelledError:
-                        finish(started, grpc.StatusCode.CANCELLED)
-                        raise
-                    except Exception as exc:
-                        await fail(started, exc, context)
-                    finish(started, grpc.StatusCode.OK)
-                    sent.inc()
-                    return response
-                finally:
-                    in_flight.dec()
-
-            return grpc.unary_unary_rpc_method_handler(
-                unary, request_deserializer=None,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
-
-            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                structlog.contextvars.clear_contextvars()
-                started_count.inc()
-                received.inc()
-                in_flight.inc()
-                started = time.perf_counter()
-                try:
-                    try:
-                        async for item in inner_stream(_decode(deserialize, request), context):
-                            sent.inc()
-                            yield item
-                    except asyncio.CancelledError:
-                        finish(started, grpc.StatusCode.CANCELLED)
-                        raise
-                    except Exception as exc:
-                        await fail(started, exc, context)
-                    finish(started, grpc.StatusCode.OK)
-                finally:
-                    in_flight.dec()
-
-            return grpc.unary_stream_rpc_method_handler(
-                stream, request_deserializer=None,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+    return decode
 
 
-class GameServicer(pb_grpc.GameServiceServicer):
-    """Transport only: identify the caller, bind log context, call ``Games``."""
+def grpc_handlers(calls: Calls) -> dict[str, grpc.RpcMethodHandler]:
+    """``gostop.v1.GameService`` on the gRPC port: each method one call of ``calls``."""
+    handlers: dict[str, grpc.RpcMethodHandler] = {}
+    for op in OPERATIONS.values():
+        if op.unary is not None:
+            async def unary(raw: bytes, context: grpc.aio.ServicerContext, op: Operation = op) -> Any:
+                return await calls.unary(op.name, GrpcTransport(context), _decoder(op.request, raw))
 
-    def __init__(self, games: Games) -> None:
-        self.games = games
+            handlers[op.name] = grpc.unary_unary_rpc_method_handler(
+                unary, request_deserializer=None, response_serializer=op.response.SerializeToString)
+        else:
+            async def stream(raw: bytes, context: grpc.aio.ServicerContext, op: Operation = op
+                             ) -> AsyncIterator[Any]:
+                async for item in calls.stream(op.name, GrpcTransport(context), _decoder(op.request, raw)):
+                    yield item
 
-    def _caller(self, context: grpc.aio.ServicerContext, **bind: Any) -> Any:
-        structlog.contextvars.bind_contextvars(**{k: v for k, v in bind.items() if v not in ("", None)})
-        caller = self.games.auth.caller(tuple(context.invocation_metadata() or ()))
-        if caller.seat is not None:
-            structlog.contextvars.bind_contextvars(seat=caller.seat)
-        return caller
-
-    async def ListRuleSets(self, request: pb.ListRuleSetsRequest, context: grpc.aio.ServicerContext
-                           ) -> pb.ListRuleSetsResponse:
-        return self.games.list_rule_sets()
-
-    async def CreateGame(self, request: pb.CreateGameRequest, context: grpc.aio.ServicerContext
-                         ) -> pb.CreateGameResponse:
-        response = await self.games.create(request, self._caller(context, preset=request.preset))
-        structlog.contextvars.bind_contextvars(game_id=response.game_id)
-        return response
-
-    async def GetGame(self, request: pb.GetGameRequest, context: grpc.aio.ServicerContext) -> pb.GetGameResponse:
-        return await self.games.get(request, self._caller(context, game_id=request.game_id))
-
-    async def SubmitAction(self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext
-                           ) -> pb.SubmitActionResponse:
-        caller = self._caller(context, game_id=request.game_id, request_id=request.request_id)
-        return await self.games.submit(request, caller)
-
-    async def StartNextRound(self, request: pb.StartNextRoundRequest, context: grpc.aio.ServicerContext
-                             ) -> pb.StartNextRoundResponse:
-        caller = self._caller(context, game_id=request.game_id, request_id=request.request_id)
-        return await self.games.start_next_round(request, caller)
-
-    async def WatchGame(self, request: pb.WatchGameRequest, context: grpc.aio.ServicerContext
-                        ) -> AsyncIterator[pb.WatchGameResponse]:
-        caller = self._caller(context, game_id=request.game_id)
-        async for item in self.games.watch(request, caller, peer=client_address(context.peer() or "")):
-            yield item
-
-    async def GetGameLog(self, request: pb.GetGameLogRequest, context: grpc.aio.ServicerContext
-                         ) -> pb.GetGameLogResponse:
-        return await self.games.log(request, self._caller(context, game_id=request.game_id))
+            handlers[op.name] = grpc.unary_stream_rpc_method_handler(
+                stream, request_deserializer=None, response_serializer=op.response.SerializeToString)
+    return handlers
 
 
 class Companion(Protocol):
@@ -294,9 +143,12 @@ class Server:
             # Without it, a client that respects the limit it was sent is never refused.
             ("grpc.http.overload_protection", 0),
         ]
-        self.observer = ObservingInterceptor(self.metrics)
-        self.grpc = grpc.aio.server(interceptors=[self.observer], options=options)
-        pb_grpc.add_GameServiceServicer_to_server(GameServicer(self.games), self.grpc)
+        self.calls = Calls(self.games, self.metrics)
+        """The per-call wrapper of both ports."""
+        self.grpc = grpc.aio.server(options=options)
+        handlers = grpc_handlers(self.calls)
+        self.grpc.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+        self.grpc.add_registered_method_handlers(SERVICE, handlers)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
         names = (pb.DESCRIPTOR.services_by_name["GameService"].full_name, health.SERVICE_NAME,
@@ -325,7 +177,7 @@ class Server:
             except OSError as exc:
                 raise ListenError(f"cannot listen on {config.http_listen} ({exc.strerror or exc}): choose another "
                                   "with --http-listen HOST:PORT (GOSTOP_HTTP_LISTEN), or off for none") from None
-            self.http = HttpServer(build_app(self.games, self.metrics, config, self.observer.tracebacks), sock, config)
+            self.http = HttpServer(build_app(self.calls, config), sock, config)
             self.http_port = self.http.port
         self.metrics_port = 0
 

@@ -53,7 +53,7 @@ from prometheus_client import CollectorRegistry
 
 from gostop.service import config as server_config
 from gostop.service.metrics import Metrics
-from gostop.service.server import SERVICE
+from gostop.service.calls import SERVICE
 from gostop.service.workers import worker_env
 from gostop.tools import botworker, ladder
 from gostop.tools.botworker import OUTCOMES, WorkerMetrics

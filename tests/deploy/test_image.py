@@ -64,7 +64,7 @@ from test_helm import DEFAULT, dockerfile_stages, free_port, one, server_contain
 from gostop.bots import make_bot
 from gostop.client import GostopClient
 from gostop.client.runner import run_seats
-from gostop.service.server import SERVICE
+from gostop.service.calls import SERVICE
 from gostop.v1 import game_pb2 as pb
 from testkit.connect import ConnectStub
 from testkit.servers import Api

@@ -9,7 +9,7 @@ import pytest
 
 from gostop.service import auth as auth_module
 from gostop.service.auth import Authenticator
-from gostop.service.errors import ServiceError
+from gostop.service.errors import Code, ServiceError
 from gostop.v1 import game_pb2 as pb
 from testkit.servers import API_KEY, OPERATOR_KEY, SECRET, config, expect, key_md, running_server
 
@@ -83,7 +83,7 @@ def test_an_api_key_of_1025_bytes_is_refused_even_when_configured() -> None:
         with pytest.raises(ServiceError) as caught:
             auth.caller((("x-api-key", presented),))
         assert (caught.value.code, caught.value.reason, caught.value.message) == (
-            UNAUTHENTICATED, "BAD_CREDENTIALS", "unknown API key")
+            Code.UNAUTHENTICATED, "BAD_CREDENTIALS", "unknown API key")
 
 
 # -------------------------------------------------------------------- verified-token cache

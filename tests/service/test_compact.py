@@ -117,7 +117,7 @@ async def test_a_game_stored_in_the_plain_form_plays_on(monkeypatch: pytest.Monk
             seat, view = await api.to_move(game)
             first = await api.submit(game, seat, view.legal_actions[0].id, request_id="old-request")
             game.version = first.result.version
-        api.server.games._cache.clear()  # read from the store, not from this process's memory
+        api.server.games.repository.cache.clear()  # read from the store, not from this process's memory
         again = await api.submit(game, seat, view.legal_actions[0].id, version=1, request_id="old-request")
         assert again == first
         await api.play_round(game, random.Random(21))
@@ -137,7 +137,7 @@ async def test_a_corrupt_compact_snapshot_is_data_loss(store_url: str) -> None:
             assert snap is not None and snap.blob[:2] == b"\xff\x01", "snapshots are stored compact"
             return type(snap)(snap.version, snap.blob[:2] + b"garbage")
 
-        games._cache.clear()
+        games.repository.cache.clear()
         games.store.load = corrupt  # type: ignore[method-assign,assignment]
         await expect(api.get(game), grpc.StatusCode.DATA_LOSS, "SNAPSHOT_CORRUPT")
 

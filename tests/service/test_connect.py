@@ -226,8 +226,7 @@ async def test_the_web_table_is_served_at_the_root(tmp_path: Path) -> None:
 
     server = Server(config("", http_listen="127.0.0.1:0"))
     assert server.http is not None
-    server.http.app = http_module.build_app(server.games, server.metrics, server.config,
-                                            server.observer.tracebacks, web=tmp_path)
+    server.http.app = http_module.build_app(server.calls, server.config, web=tmp_path)
     await server.start()
     try:
         port = server.http_port

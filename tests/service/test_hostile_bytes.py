@@ -105,7 +105,7 @@ async def test_any_authorization_bytes_end_in_bad_credentials(server: Api, value
 
 def test_internal_tracebacks_are_rate_limited() -> None:
     """A bug a caller can trigger once per call must not write a traceback per call."""
-    from gostop.service.server import TracebackLimiter
+    from gostop.service.calls import TracebackLimiter
 
     limiter = TracebackLimiter(interval=60.0)
     with structlog.testing.capture_logs() as logs:

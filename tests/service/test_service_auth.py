@@ -13,7 +13,7 @@ from gostop.engine import HIDDEN, Rules, new_round
 from gostop.engine.events import Redealt
 from gostop.engine.game import Deal
 from gostop.service.auth import Authenticator
-from gostop.service.errors import ServiceError
+from gostop.service.errors import Code, ServiceError
 from gostop.v1 import game_pb2 as pb
 from testkit.servers import (
     API_KEY,
@@ -261,7 +261,7 @@ def test_non_ascii_digit_seats_are_malformed_tokens(seat: str) -> None:
     auth = Authenticator(SECRET.encode())
     with pytest.raises(ServiceError) as caught:
         auth.caller((("authorization", f"Bearer gst1.game.{seat}.mac"),))
-    assert caught.value.code is UNAUTHENTICATED
+    assert caught.value.code is Code.UNAUTHENTICATED
 
 
 def test_verified_tokens_are_remembered_within_a_bound() -> None:
@@ -281,4 +281,4 @@ def test_verified_tokens_are_remembered_within_a_bound() -> None:
         for bad in (token[:-1] + ("A" if token[-1] != "A" else "B"), other.issue("game0", 0)):
             with pytest.raises(ServiceError) as caught:
                 auth.caller((("authorization", f"Bearer {bad}"),))
-            assert caught.value.code is UNAUTHENTICATED
+            assert caught.value.code is Code.UNAUTHENTICATED

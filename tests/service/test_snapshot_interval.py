@@ -1,4 +1,4 @@
-"""Snapshots only every ``SNAPSHOT_EVERY`` versions (issue 26, item 3): a commit in between writes its
+"""Snapshots only every ``SNAPSHOT_EVERY`` versions: a commit in between writes its
 log entry and stored response and keeps the last snapshot; a load that finds the snapshot behind the
 game's version replays the log entries after it. These tests hold that against the real stores
 (memory and Redis): a process without the game in its cache gets, at every version, the very match
@@ -22,9 +22,10 @@ from gostop.service import compact
 from gostop.service import config as config_module
 from gostop.service.auth import Authenticator, Caller
 from gostop.service.config import Config
-from gostop.service.games import SNAPSHOT_EVERY, Games
+from gostop.service.games import Games
 from gostop.service.memory_store import MemoryStore
 from gostop.service.metrics import Metrics
+from gostop.service.repository import SNAPSHOT_EVERY
 from gostop.service.store_api import Store
 from gostop.service.stores import open_store
 from gostop.v1 import game_pb2 as pb
@@ -63,7 +64,7 @@ class _Player:
 
     def held(self) -> Match:
         """The match the playing process holds (its cache, at the version it last committed)."""
-        version, match, _ = self.games._cache[self.id]
+        version, match, *_ = self.games.repository.cache[self.id]
         assert version == self.version
         return match
 
@@ -101,7 +102,7 @@ async def test_a_load_without_the_cache_is_at_every_version_the_match_the_commit
         held = player.held()
         if held.round.over:
             assert snapshot.at is None, f"version {player.version} ends a round: its snapshot is written"
-        version, loaded, _ = await _games(store)._load(player.id)
+        version, loaded, *_ = await _games(store).repository.load(player.id)
         assert version == player.version
         assert match_to_bytes(loaded) == match_to_bytes(held), f"version {player.version}"
         if not await player.step():
@@ -130,7 +131,7 @@ async def test_a_process_without_the_cache_plays_on_and_answers_retries_alike(st
         assert match_to_bytes(player.held()) == match_to_bytes(expected)
         # The other process makes the next move: its cache is a version behind (or empty).
         player.games = other if player.games is one else one
-        version, loaded, _ = await player.games._load(player.id, player.version)
+        version, loaded, *_ = await player.games.repository.load(player.id, player.version)
         assert (version, match_to_bytes(loaded)) == (player.version, match_to_bytes(expected))
     assert len(answers) > SNAPSHOT_EVERY
     for request, caller, response in answers.values():
@@ -142,18 +143,18 @@ async def test_games_stored_with_a_snapshot_at_every_version_load_and_play_on(st
     """A game written as before (a snapshot at every version, Redis's ``blob`` at the version) is
     read by the code of now, which plays it on with fewer snapshots; both kinds of load agree."""
     before = _games(store)
-    before.snapshot_every = 1
+    before.repository.snapshot_every = 1
     player = await _Player.create(before, seed=23, rounds=1)
     for _ in range(5):
         assert await player.step()
         snapshot = await store.load(player.id)
         assert snapshot is not None and snapshot.at is None
     now = _games(store)
-    version, match, _ = await now._load(player.id)
+    version, match, *_ = await now.repository.load(player.id)
     assert (version, match_to_bytes(match)) == (player.version, match_to_bytes(player.held()))
     player.games = now
     while await player.step():
-        version, loaded, _ = await _games(store)._load(player.id)
+        version, loaded, *_ = await _games(store).repository.load(player.id)
         assert match_to_bytes(loaded) == match_to_bytes(player.held())
     assert player.version > 6
 
@@ -172,7 +173,7 @@ async def test_gostop_snapshot_every_sets_the_interval_and_1_leaves_no_snapshot_
         lags.append(player.version - snapshot.blob_version)
     assert lags[:6] == [1, 2, 3, 4, 5, 0] and max(lags) <= 6, lags  # (created at version 1, a snapshot at 7)
     player.games = Games(store, AUTH, config_module.load(env={"GOSTOP_SNAPSHOT_EVERY": "1"}), Metrics())
-    await player.games._load(player.id)  # (the new process reads the game: a replay of the lagging versions)
+    await player.games.repository.load(player.id)  # (the new process reads the game: a replay of the lagging versions)
     while await player.step():
         snapshot = await store.load(player.id)
         assert snapshot is not None and snapshot.at is None and snapshot.version == player.version

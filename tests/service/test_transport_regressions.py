@@ -249,8 +249,7 @@ async def test_regression_nul_in_a_web_path_is_not_found(tmp_path: Path) -> None
 
     server = Server(config(http_listen="127.0.0.1:0"))
     assert server.http is not None
-    server.http.app = http_module.build_app(server.games, server.metrics, server.config,
-                                            server.observer.tracebacks, web=tmp_path)
+    server.http.app = http_module.build_app(server.calls, server.config, web=tmp_path)
     await server.start()
     try:
         for path in ("/index.html%00.js", "/%00", "/assets/a%00b", "/" + "a" * 5000 + ".js"):
@@ -361,7 +360,7 @@ async def test_seat_and_game_stream_limits_count_both_ports() -> None:
 
 
 def test_client_addresses_are_one_key_on_both_ports() -> None:
-    from gostop.service.games import client_address
+    from gostop.service.watch import client_address
 
     assert client_address("ipv4:10.0.0.5:41234") == client_address("10.0.0.5:8080") == "10.0.0.5"
     assert client_address("ipv6:[::1]:41234") == client_address("::1:5000") == "::1"

@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from gostop.service.games import WATCH_POLL_MS
 from gostop.service.redis_store import RedisStore
+from gostop.service.watch import WATCH_POLL_MS
 from gostop.v1 import game_pb2 as pb
 from testkit.h2_raw import RawConnection, frame, get_game
 from testkit.redis_server import RedisServer

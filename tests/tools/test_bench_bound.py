@@ -3,7 +3,6 @@ turn every SubmitAction commits that turn's bytes again, through the real store,
 
 from __future__ import annotations
 
-import grpc
 import pytest
 
 from bench.domain_free import DomainFreeGames
@@ -11,7 +10,7 @@ from gostop.engine import Match, match_from_bytes
 from gostop.service import compact
 from gostop.service.auth import Authenticator
 from gostop.service.config import Config
-from gostop.service.errors import ServiceError
+from gostop.service.errors import Code, ServiceError
 from gostop.service.metrics import Metrics
 from gostop.service.stores import open_store
 from gostop.v1 import game_pb2 as pb
@@ -21,7 +20,7 @@ async def test_later_turns_commit_the_first_turns_bytes_at_the_next_version() ->
     store = open_store(None)
     auth = Authenticator(b"k" * 32, (), ())
     games = DomainFreeGames(store, auth, Config(), Metrics())
-    games.snapshot_every = 2  # a snapshot at versions 2 and 4, none at 3
+    games.repository.snapshot_every = 2  # a snapshot at versions 2 and 4, none at 3
     created = await games.create(pb.CreateGameRequest(preset="standard", players=2, seed=7), auth.caller(()))
     seats = [auth.caller((("authorization", f"Bearer {s.token}"),)) for s in created.seats]
     mover = created.view.to_move
@@ -60,4 +59,4 @@ async def test_later_turns_commit_the_first_turns_bytes_at_the_next_version() ->
     assert await submit(3, played, "r3") == third
     with pytest.raises(ServiceError) as stale:
         await submit(2, played, "r-new")
-    assert stale.value.code is grpc.StatusCode.ABORTED
+    assert stale.value.code is Code.ABORTED

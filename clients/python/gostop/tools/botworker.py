@@ -439,17 +439,17 @@ class DomainApi:
         self.games = games
 
     async def _call(self, call: Callable[[], Any]) -> Any:
-        from gostop.service.errors import ServiceError
+        from gostop.service.errors import Code, ServiceError
         from gostop.service.store_api import StoreUnavailable
 
         try:
             return await call()
         except ServiceError as exc:
-            if exc.code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
+            if exc.code in (Code.NOT_FOUND, Code.ABORTED, Code.FAILED_PRECONDITION):
                 raise TurnGone(str(exc)) from None
-            if exc.code == grpc.StatusCode.UNAVAILABLE:
+            if exc.code is Code.UNAVAILABLE:
                 raise TurnLater(str(exc)) from None
-            if exc.code == grpc.StatusCode.INVALID_ARGUMENT:
+            if exc.code is Code.INVALID_ARGUMENT:
                 raise TurnRefused(exc.reason, exc.message) from None
             raise
         except StoreUnavailable as exc:

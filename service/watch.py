@@ -1,0 +1,156 @@
+"""WatchGame: a seat's (or a spectator's) events as they are committed, over streams bounded per
+game, seat and client address, which all end when the server begins to drain."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from typing import Any
+
+from gostop.engine import redact
+from gostop.v1 import game_pb2 as pb
+from gostop.wire import convert
+
+from .config import Config
+from .errors import Code, ServiceError, invalid, not_found
+from .repository import Repository, read_entry
+
+WATCH_POLL_MS = 15000
+"""How long one wait for new log entries lasts before the game is checked to still exist."""
+
+
+def client_address(peer: str) -> str:
+    """The client's IP address in one spelling for both ports, the key of the per-address stream
+    limit: gRPC's ``ipv4:10.0.0.5:41234`` / ``ipv6:[::1]:41234`` and the HTTP port's
+    ``10.0.0.5:41234`` / ``::1:41234`` give ``10.0.0.5`` / ``::1`` (an IPv4-mapped IPv6 address
+    gives its IPv4 address); anything else (a Unix socket) is kept whole; "" when unknown."""
+    if not peer:
+        return ""
+    text = peer.removeprefix("ipv4:").removeprefix("ipv6:")
+    host = text.rpartition(":")[0] if ":" in text else text
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return peer
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return str(address)
+
+
+def shutting_down(after: int) -> ServiceError:
+    return ServiceError(Code.UNAVAILABLE, "SHUTTING_DOWN",
+                        "the server is shutting down: reconnect and resume after the last version received",
+                        {"resume_after_version": str(after)})
+
+
+class StreamSlots:
+    """Open WatchGame streams of this process, counted per game, per seat token and per client
+    address (``client_address``: one key for both ports), each bounded (0: no bound), so that
+    nobody can hold what other watchers need."""
+
+    def __init__(self, per_game: int, per_seat: int, per_peer: int) -> None:
+        self._limits = {"game": per_game, "seat": per_seat, "peer": per_peer}
+        self._open: dict[tuple[str, str], int] = {}
+        self.total = 0
+
+    @contextlib.contextmanager
+    def hold(self, game_id: str, seat: int | None, peer: str) -> Iterator[None]:
+        keys = [("game", game_id)]
+        if seat is not None:
+            keys.append(("seat", f"{game_id}/{seat}"))
+        if peer:
+            keys.append(("peer", peer))
+        for key in keys:
+            limit = self._limits[key[0]]
+            if limit and self._open.get(key, 0) >= limit:
+                what = {"game": "this game", "seat": "this seat", "peer": "your address"}[key[0]]
+                raise ServiceError(Code.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS",
+                                   f"{what} has {limit} WatchGame streams open already: close one first",
+                                   {"scope": key[0], "limit": str(limit)})
+        for key in keys:
+            self._open[key] = self._open.get(key, 0) + 1
+        self.total += 1
+        try:
+            yield
+        finally:
+            self.total -= 1
+            for key in keys:
+                left = self._open[key] - 1
+                if left:
+                    self._open[key] = left
+                else:
+                    del self._open[key]
+
+
+class Watches:
+    """The WatchGame streams of this process."""
+
+    def __init__(self, repository: Repository, config: Config) -> None:
+        self.repository = repository
+        self.streams = StreamSlots(config.max_watch_per_game, config.max_watch_per_seat,
+                                   config.max_watch_per_peer)
+        self.closing = asyncio.Event()
+        """Set when the server begins to drain: open WatchGame streams end at once."""
+
+    def begin_shutdown(self) -> int:
+        """End every open stream and refuse new ones; how many were open."""
+        self.closing.set()
+        return self.streams.total
+
+    async def watch(self, req: pb.WatchGameRequest, seat: int | None, peer: str
+                    ) -> AsyncIterator[pb.WatchGameResponse]:
+        """The events ``seat`` may see after ``after_version``, as they are committed.
+
+        ``after_version`` beyond the game's version is refused (``VERSION_AHEAD``): such a stream
+        could only wait for versions nobody has played."""
+        viewer = -1 if seat is None else seat
+        if req.after_version < 0:
+            raise invalid("BAD_VERSION", "after_version must not be negative")
+        if self.closing.is_set():
+            raise shutting_down(req.after_version)
+        version, match, *_ = await self.repository.load(req.game_id)
+        after = req.after_version
+        if after > version:
+            raise ServiceError(Code.OUT_OF_RANGE, "VERSION_AHEAD",
+                               f"after_version {after} is beyond the game's version {version}",
+                               {"current_version": str(version)})
+        if match.finished and after >= version:
+            return  # nothing will ever come after the entry that finished the match
+        with self.streams.hold(req.game_id, seat, peer):
+            async with contextlib.aclosing(self._follow(req.game_id, after, viewer)) as items:
+                async for item in items:
+                    yield item
+
+    async def _follow(self, game_id: str, after: int, viewer: int) -> AsyncGenerator[pb.WatchGameResponse, None]:
+        """The log after ``after``, entry by entry as they come, until the match finishes (or the
+        server drains: ``SHUTTING_DOWN`` with the last version sent)."""
+        repo = self.repository
+        closing = asyncio.ensure_future(self.closing.wait())
+        wait: asyncio.Future[list[Any]] | None = None
+        try:
+            while True:
+                wait = asyncio.ensure_future(repo.timed("watch", repo.store.wait_log(game_id, after, WATCH_POLL_MS)))
+                await asyncio.wait((wait, closing), return_when=asyncio.FIRST_COMPLETED)
+                if not wait.done():
+                    wait.cancel()
+                    with contextlib.suppress(BaseException):
+                        await wait
+                    raise shutting_down(after)
+                entries = wait.result()
+                if not entries:
+                    if await repo.version(game_id) is None:
+                        raise not_found(game_id)
+                    continue
+                for item in entries:
+                    doc = read_entry(item.entry)
+                    for e in doc["events"]:
+                        yield pb.WatchGameResponse(version=item.version, event=convert.event_to_pb(redact(e, viewer)))
+                    after = item.version
+                    if doc["finished"]:
+                        return
+        finally:
+            closing.cancel()
+            if wait is not None and not wait.done():
+                wait.cancel()
