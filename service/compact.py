@@ -1,26 +1,6 @@
-"""Compact stored forms: what the service writes to its store, deflated against a preset dictionary.
-
-A game in the store is its snapshot, one log entry per step and one stored response per request id
-(``store_api``). Each is small and much like every other of its kind (the same JSON keys, the
-same card and event names, the same message layout), which plain compression cannot exploit in a
-few hundred bytes but a preset dictionary of typical values can: a snapshot of ~3.4 kB stores in
-~0.3 kB, a log entry of ~430 B in ~45 B, a stored response of ~550 B in ~240 B.
-
-Format: ``0xFF``, the dictionary version (1), then a raw deflate stream made with that version's
-dictionary for the kind (``snap``, ``entry``, ``resp``), read with a 32 kB window (``wbits=-15``).
-``0xFF`` starts no JSON document and no protobuf message (field 31 with the invalid wire type 7),
-so values written before this format (plain JSON snapshots and entries, plain protobuf responses)
-are told apart and read as they are. The dictionaries are fixed files (``dictionaries/v1-<kind>.bin``,
-made once by ``scripts/train_dictionaries.py`` from seeded games of every preset): data written with
-version 1 needs exactly these bytes, so a better dictionary is a version 2 beside them, never an edit.
-
-The compressor is cheaper than zlib's defaults at no cost in size (issue 26, item 3): an 8 kB window
-(``WBITS``), the dictionaries' size, and small hash tables (``MEM_LEVEL``). Most of the cost of
-packing a small value is copying the primed compressor (its window, hash tables and block buffer:
-256 kB with the defaults, 48 kB now) and touching that memory while compressing; matches reaching
-back 8 kB instead of 32 kB change the sizes by less than 1 B per value. Such a stream is an ordinary
-raw deflate stream with shorter distances: ``unpack`` reads it and every value written before alike,
-so the format and its version are unchanged.
+"""Compact stored forms: what the service writes to its store (snapshots, log entries, stored
+responses), deflated against a preset dictionary per kind, and read back whatever form they were
+written in. The format and why it is shaped so: docs/service.md#compact-stored-forms.
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from gostop.service.bot_queue import BotQueue, MemoryBotQueue, RedisBotQueue
-from gostop.service.memory_store import MemoryStore
-from gostop.service.redis_store import RedisStore
-from gostop.service.store_api import Store
+from .bot_queue import BotQueue, MemoryBotQueue, RedisBotQueue
+from .memory_store import MemoryStore
+from .redis_store import RedisStore
+from .store_api import Store
 
 REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "redis+cluster")
 
