@@ -70,7 +70,7 @@ from gostop.engine import (
     new_round,
     view,
 )
-from gostop.engine.game import Playout
+from gostop.engine.play import Playout
 
 CONFIGS: list[tuple[str, int]] = [
     ("standard", 2), ("standard", 3), ("simple", 2), ("classic", 2), ("classic", 3),
@@ -398,7 +398,7 @@ def main() -> None:
     configs = parse_configs(args.configs)
     report: dict[str, Any] = {"conditions": conditions(args), "rounds": [], "calls": []}
     cond = report["conditions"]
-    if args.require_native and "gostop.engine.game" not in compiled_modules():
+    if args.require_native and "gostop.engine.play" not in compiled_modules():
         parser.error(f"the engine imported is not compiled: {cond['engine']}")
     print(f"engine: {cond['engine']}")
     print(

@@ -8,6 +8,13 @@
 >>> state2.steps
 1
 
+The modules, one concept each: ``cards``, ``rules``, ``actions``, ``state`` (a round at one
+moment), ``dealing`` (the deal), ``legality`` (what is legal), ``turns`` (one step per action),
+``scoring`` (the score), ``settlement`` (who pays whom), ``events``, ``views`` (what a seat may
+see), ``observer`` (a seat's view as a vector), ``play`` (``apply`` and ``Playout``), ``match``,
+``serialize``, ``render``, ``determinize``, ``testing`` (scripted deals); ``working`` is the
+mutable copy a step changes, internal to the engine.
+
 ``BUILD`` says which build runs: the modules compiled with mypyc, or the pure-Python sources
 (``native.py``; both behave the same).
 """
@@ -37,8 +44,10 @@ from .actions import (
     Stop,
     action_from_id,
     action_id,
+    cached_action_id,
 )
 from .cards import CODE, HIDDEN, KIND, MONTH, NAME, PI_VALUE, Kind, card_code, card_from_code, deck
+from .dealing import Deal, new_round
 from .errors import (
     CorruptSnapshot,
     EngineError,
@@ -50,22 +59,12 @@ from .errors import (
     RoundOver,
 )
 from .events import EVENT_TYPES, Event
-from .game import (
-    Deal,
-    Playout,
-    apply,
-    apply_unchecked,
-    card_places,
-    check,
-    legal_action_ids,
-    legal_actions,
-    new_round,
-    seat_score,
-)
+from .legality import check, legal_action_ids, legal_actions
 from .match import Match, RoundResult, match_apply, new_match, next_round, round_seed
-from .observation import Observer
+from .observer import Observer
+from .play import Playout, apply, apply_unchecked
 from .rules import FIELDS, PRESET_PLAYERS, PRESETS, Rules
-from .scoring import Score, go_score, score
+from .scoring import Score, go_score, score, seat_score
 from .serialize import (
     FORMAT_VERSION,
     event_from_json,
@@ -76,21 +75,91 @@ from .serialize import (
     state_to_bytes,
 )
 from .settlement import Bill, Factor, Payment, Settlement
-from .state import Phase, SeatState, State
+from .state import Phase, Position, SeatState, State, card_places
 from .views import SPECTATOR, View, redact, redact_all, view
 
 _native.support_copy_and_pickle(__name__)
 
 __all__ = [
-    "BUILD", "CODE", "EVENT_TYPES", "FIELDS", "FORMAT_VERSION", "HIDDEN", "KIND", "MONTH", "NAME", "PI_VALUE",
-    "PRESETS", "PRESET_PLAYERS", "SPECTATOR", "Action", "Bill", "Bomb", "ChooseCapture",
-    "ConvertGukjin", "CorruptSnapshot", "Deal", "DeclineGwangSale", "EngineError", "Event", "Factor",
-    "FlipOnly", "Go", "IllegalAction", "InvalidDeal", "InvalidRules", "JoinRound", "KeepGukjin", "Kind",
-    "MalformedAction", "Match", "NotYourTurn", "Observer", "Payment", "Phase", "PlayCard", "Playout", "RoundOver",
-    "RoundResult", "Rules", "Score", "SeatState", "SellGwang", "Settlement", "SitOut", "State", "Stop",
-    "View", "action_from_id", "action_id", "apply", "apply_unchecked", "card_code", "card_from_code",
-    "card_places", "check", "deck", "event_from_json", "event_to_json", "go_score", "legal_action_ids",
-    "legal_actions", "match_apply", "match_from_bytes", "match_to_bytes", "new_match", "new_round",
-    "next_round", "redact", "redact_all", "round_seed", "score", "seat_score", "state_from_bytes",
-    "state_to_bytes", "view",
+    "BUILD",
+    "CODE",
+    "EVENT_TYPES",
+    "FIELDS",
+    "FORMAT_VERSION",
+    "HIDDEN",
+    "KIND",
+    "MONTH",
+    "NAME",
+    "PI_VALUE",
+    "PRESETS",
+    "PRESET_PLAYERS",
+    "SPECTATOR",
+    "Action",
+    "Bill",
+    "Bomb",
+    "ChooseCapture",
+    "ConvertGukjin",
+    "CorruptSnapshot",
+    "Deal",
+    "DeclineGwangSale",
+    "EngineError",
+    "Event",
+    "Factor",
+    "FlipOnly",
+    "Go",
+    "IllegalAction",
+    "InvalidDeal",
+    "InvalidRules",
+    "JoinRound",
+    "KeepGukjin",
+    "Kind",
+    "MalformedAction",
+    "Match",
+    "NotYourTurn",
+    "Observer",
+    "Payment",
+    "Phase",
+    "PlayCard",
+    "Playout",
+    "Position",
+    "RoundOver",
+    "RoundResult",
+    "Rules",
+    "Score",
+    "SeatState",
+    "SellGwang",
+    "Settlement",
+    "SitOut",
+    "State",
+    "Stop",
+    "View",
+    "action_from_id",
+    "action_id",
+    "apply",
+    "apply_unchecked",
+    "cached_action_id",
+    "card_code",
+    "card_from_code",
+    "card_places",
+    "check",
+    "deck",
+    "event_from_json",
+    "event_to_json",
+    "go_score",
+    "legal_action_ids",
+    "legal_actions",
+    "match_apply",
+    "match_from_bytes",
+    "match_to_bytes",
+    "new_match",
+    "new_round",
+    "next_round",
+    "redact",
+    "redact_all",
+    "round_seed",
+    "score",
+    "seat_score",
+    "state_from_bytes",
+    "state_to_bytes",
+    "view",
 ]

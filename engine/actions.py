@@ -140,6 +140,18 @@ def action_id(action: Action) -> int:
         raise MalformedAction(f"not an action: {action!r}") from None
 
 
+_ID_MEMO: dict[Action, int] = {}
+
+
+def cached_action_id(action: Action) -> int:
+    """``action_id`` of a legal action, memoized: search asks for the ids of the same few
+    hundred actions over and over (actions are frozen, hashable values)."""
+    ident = _ID_MEMO.get(action)
+    if ident is None:
+        ident = _ID_MEMO[action] = action_id(action)
+    return ident
+
+
 def action_from_id(ident: int) -> Action:
     """The action with a stable integer id; ``MalformedAction`` for an unknown id.
 

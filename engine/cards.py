@@ -7,7 +7,7 @@ everywhere: engine, wire protocol, logs and tests.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import IntEnum
 from typing import Final
 
@@ -146,3 +146,31 @@ def deck(bonus_cards: int) -> tuple[int, ...]:
     if bonus_cards not in (0, 2, 3):
         raise ValueError(f"bonus_cards must be 0, 2 or 3, not {bonus_cards}")
     return tuple(range(MONTH_CARDS + bonus_cards))
+
+
+# ------------------------------------------------------------------ months in a card mask
+
+_MONTH_BITS: Final = mask_of(range(MONTH_CARDS))
+_PAIR_LOW: Final = sum(0b0101 << (4 * i) for i in range(12))
+"""Bits 0 and 2 of each month's four bits."""
+_NIBBLE_LOW: Final = sum(1 << (4 * i) for i in range(12))
+"""Bit 0 of each month's four bits."""
+
+
+def holds_three_of_a_month(cards: Sequence[int]) -> bool:
+    """Some month has three or four cards among ``cards`` (흔들기 and 폭탄 are possible).
+
+    On the card mask, where each month is four adjacent bits: a month has three of its
+    cards iff one of its bit pairs is full and the other is not empty.
+    """
+    mask = mask_of(cards) & _MONTH_BITS
+    full = mask & (mask >> 1) & _PAIR_LOW
+    some = (mask | (mask >> 1)) & _PAIR_LOW
+    return bool(((full & (some >> 2)) | ((full >> 2) & some)) & _NIBBLE_LOW)
+
+
+def four_of_a_month(cards: Sequence[int]) -> int:
+    """The first month all four cards of which are among ``cards`` (0: none)."""
+    mask = mask_of(cards) & _MONTH_BITS
+    full = mask & (mask >> 1) & (mask >> 2) & (mask >> 3) & _NIBBLE_LOW
+    return (full & -full).bit_length() // 4 + 1 if full else 0

@@ -8,20 +8,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from .cards import CODE, MONTH, MONTH_CARDS, deck, is_bonus
+from .cards import CODE, MONTH, MONTH_CARDS, deck, four_of_a_month, is_bonus
 from .errors import InvalidDeal
 from .events import (
     BonusCaptured,
     Dealt,
     Event,
     InstantWin,
+    RedealReason,
     Redealt,
 )
 from .rng import Rng
 from .rules import Rules
-from .settle import finish_round, settle
+from .scoring import EMPTY_SCORE
+from .settlement import settle
 from .state import START_STACK, Phase, State
-from .working import EMPTY_SCORE, Work, four_of_a_month, report_scores
+from .working import Work
 
 MAX_REDEALS: Final = 1000
 
@@ -98,7 +100,7 @@ def new_round(
         if on_floor[m] == 3:
             w.set_stack(m, START_STACK)
     w.events[:0] = redeals
-    report_scores(w, [EMPTY_SCORE] * rules.players)
+    w.report_scores([EMPTY_SCORE] * rules.players)
     if not chongtong(w):
         if rules.players == 4:
             w.phase, w.to_move = Phase.SIT_OUT, (dealer + 1) % 4
@@ -197,7 +199,7 @@ def month_counts(cards: Sequence[int]) -> list[int]:
     return counts
 
 
-def _redeal_reason(w: Work) -> tuple[str, int] | None:
+def _redeal_reason(w: Work) -> tuple[RedealReason, int] | None:
     m = four_of_a_month(w.floor)
     if m:
         return ("floor_four", m)
@@ -218,6 +220,6 @@ def chongtong(w: Work) -> bool:
             points = w.rules.chongtong_points
             if not w.quiet:
                 w.events.append(InstantWin(seat, "chongtong", points))
-            finish_round(w, settle(w, seat, "instant_win", "chongtong", fixed=points))
+            w.finish(settle(w, seat, "instant_win", "chongtong", fixed=points))
             return True
     return False

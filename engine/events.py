@@ -8,20 +8,30 @@ not see (see ``views.redact``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from .scoring import Score
 from .settlement import Payment, Settlement
+from .state import StealCause
+
+RedealReason = Literal["floor_four", "hand_four"]
+"""Why a deal was thrown in: four of a month on the floor, or in a hand."""
+BonusSource = Literal["hand", "floor", "flip"]
+"""Where a bonus 피 came from."""
+InstantReason = Literal["chongtong", "three_ppeok", "heodang"]
+"""What ends a round at once: 총통, 3뻑, 허당."""
+NagariReason = Literal["cards_exhausted", "tied_scores"]
+"""Why a round is a draw."""
 
 
 @dataclass(frozen=True, slots=True, init=False)
 class Redealt:
     """The deal was thrown in and reshuffled from the round's seed."""
 
-    reason: str
-    """``floor_four`` (four of a month on the floor) or ``hand_four`` (in a hand)."""
+    reason: RedealReason
     month: int
 
-    def __init__(self, reason: str, month: int) -> None:
+    def __init__(self, reason: RedealReason, month: int) -> None:
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "month", month)
 
@@ -54,12 +64,11 @@ class BonusCaptured:
 
     seat: int
     card: int
-    source: str
-    """``hand``, ``floor`` or ``flip``."""
+    source: BonusSource
     replacement: int
     """Stock card that replaced it in the hand or on the floor (-1 for a flip)."""
 
-    def __init__(self, seat: int, card: int, source: str, replacement: int) -> None:
+    def __init__(self, seat: int, card: int, source: BonusSource, replacement: int) -> None:
         object.__setattr__(self, "seat", seat)
         object.__setattr__(self, "card", card)
         object.__setattr__(self, "source", source)
@@ -278,11 +287,11 @@ class PiStolen:
     victim: int
     cards: tuple[int, ...]
     requested: int
-    reasons: tuple[str, ...]
+    reasons: tuple[StealCause, ...]
 
     def __init__(
         self,
-        seat: int, victim: int, cards: tuple[int, ...], requested: int, reasons: tuple[str, ...],
+        seat: int, victim: int, cards: tuple[int, ...], requested: int, reasons: tuple[StealCause, ...],
     ) -> None:
         object.__setattr__(self, "seat", seat)
         object.__setattr__(self, "victim", victim)
@@ -355,11 +364,10 @@ class InstantPaid:
 @dataclass(frozen=True, slots=True, init=False)
 class InstantWin:
     seat: int
-    reason: str
-    """``chongtong``, ``three_ppeok`` or ``heodang``."""
+    reason: InstantReason
     points: int
 
-    def __init__(self, seat: int, reason: str, points: int) -> None:
+    def __init__(self, seat: int, reason: InstantReason, points: int) -> None:
         object.__setattr__(self, "seat", seat)
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "points", points)
@@ -368,9 +376,9 @@ class InstantWin:
 @dataclass(frozen=True, slots=True, init=False)
 class InstantLoss:
     seat: int
-    reason: str
+    reason: InstantReason
 
-    def __init__(self, seat: int, reason: str) -> None:
+    def __init__(self, seat: int, reason: InstantReason) -> None:
         object.__setattr__(self, "seat", seat)
         object.__setattr__(self, "reason", reason)
 
@@ -379,9 +387,9 @@ class InstantLoss:
 class Nagari:
     """나가리: the round is a draw."""
 
-    reason: str
+    reason: NagariReason
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: NagariReason) -> None:
         object.__setattr__(self, "reason", reason)
 
 

@@ -22,10 +22,10 @@ from .actions import (
     Stop,
     action_id,
 )
-from .cards import ALL_CARDS, CODE, MONTH
+from .cards import ALL_CARDS, CODE, MONTH, holds_three_of_a_month
 from .errors import IllegalAction, NotYourTurn, RoundOver
 from .state import Phase, State
-from .working import Work, holds_three_of_a_month
+from .working import Work
 
 # ------------------------------------------------------------------------ actions
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .actions import Action
+from .dealing import Deal, new_round
 from .errors import IllegalAction, RoundOver
 from .events import Event
-from .game import Deal, apply, new_round
+from .play import apply
 from .rng import Rng
 from .rules import TOTAL_MAX, Rules
 from .state import State

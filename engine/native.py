@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 COMPILED_MODULES: Final = (
-    "cards", "dealing", "events", "game", "legality", "observation", "scoring", "settle", "settlement", "state",
-    "turns", "working",
+    "cards", "dealing", "events", "legality", "observer", "play", "scoring", "settlement", "state", "turns",
+    "working",
 )
 """The modules the build compiles (``setup.py``): the rules' hot path, a step of ``apply`` or
 ``Playout`` with its events and frozen states, and a seat's observation vector kept current step by

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from .cards import BIGWANG, BIT, CHEONGDAN, CHODAN, GODORI, GUKJIN, HONGDAN, KIND, PI_VALUE, Kind
+from .cards import BIGWANG, BIT, CHEONGDAN, CHODAN, GODORI, GUKJIN, HONGDAN, KIND, PI_VALUE, Kind, mask_of
+
+if TYPE_CHECKING:
+    from .state import State
 
 _PI, _GUKJIN, _YEOL, _BIRD, _TTI, _HONG, _CHEONG, _CHO, _GWANG, _BIGWANG = range(10)
 
@@ -291,3 +294,27 @@ def go_score(base: int, gos: int, scoring: str) -> int:
     if gos <= 2:
         return base + gos
     return (base + gos) * (1 << (gos - 2))
+
+
+EMPTY_SCORE: Final = Score()
+"""The score of an empty pile."""
+
+_SCORE_MEMO: Final[dict[tuple[tuple[int, ...], bool, int], Score]] = {}
+_SCORE_MEMO_LIMIT: Final = 1 << 14
+
+
+def pile_score(captured: tuple[int, ...], converted: bool, sseul: int) -> Score:
+    """``scoring.score`` memoized: piles recur from step to step (a pure cache, bounded)."""
+    key = (captured, converted, sseul)
+    hit = _SCORE_MEMO.get(key)
+    if hit is None:
+        if len(_SCORE_MEMO) >= _SCORE_MEMO_LIMIT:
+            _SCORE_MEMO.clear()
+        hit = _SCORE_MEMO[key] = mask_score(mask_of(captured), converted, sseul)
+    return hit
+
+
+def seat_score(state: State, seat: int) -> Score:
+    """A seat's base score, recomputed from its pile."""
+    s = state.seats[seat]
+    return pile_score(s.captured, state.gukjin == "converted", s.sseul)

@@ -7,10 +7,12 @@ a new one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import Final, Literal, Protocol
 
+from .errors import CorruptSnapshot
 from .rules import Rules
 from .scoring import Score
 from .settlement import Payment, Settlement
@@ -21,6 +23,22 @@ START_STACK: Final = -1
 """``State.stacks`` entry: three cards of the month lay on the starting floor."""
 NO_SCORE: Final = Score()
 """``TurnContext.before`` by default: no cards."""
+
+TURN_ORDER: Final = tuple(tuple(tuple((d + i) % n for i in range(n)) for d in range(n)) for n in range(5))
+"""``TURN_ORDER[n][dealer]``: the n seats in turn order from the dealer (선), active or not."""
+
+
+def has_turn_left(active: bool, hand: tuple[int, ...], spare_flips: int, stock_left: bool) -> bool:
+    """A seat still has a turn: it plays this round and holds a card or a usable 빈 내기."""
+    return active and (bool(hand) or (spare_flips > 0 and stock_left))
+
+
+Gukjin = Literal["open", "kept", "converted"]
+"""국진 (card 32): ``open`` (a 열끗 that may still convert), ``kept`` (a 열끗 for good), ``converted`` (a 쌍피)."""
+TurnKind = Literal["play", "bomb", "flip"]
+"""What began a turn: a hand card played, a 폭탄, or a 빈 내기 (flip only)."""
+StealCause = Literal["bomb", "ppeok", "jappeok", "jjok", "ttadak", "sseul"]
+"""Why a seat takes a 피 from each opponent: 폭탄, a recaptured 뻑 (자뻑: two), 쪽, 따닥, 쓸."""
 
 
 class Phase(StrEnum):
@@ -103,8 +121,7 @@ class TurnContext:
     """
 
     seat: int
-    kind: str
-    """``play``, ``bomb`` or ``flip``."""
+    kind: TurnKind
     card: int = -1
     month: int = 0
     last: bool = False
@@ -116,16 +133,16 @@ class TurnContext:
     flipped: int = -1
     taken: tuple[int, ...] = ()
     """Cards captured this turn so far."""
-    steals: tuple[str, ...] = ()
+    steals: tuple[StealCause, ...] = ()
     """One entry per 피 to take from each opponent, naming its cause."""
     ppeok: bool = False
     ttadak: bool = False
 
     def __init__(
         self,
-        seat: int, kind: str, card: int = -1, month: int = 0, last: bool = False, before: Score = NO_SCORE,
+        seat: int, kind: TurnKind, card: int = -1, month: int = 0, last: bool = False, before: Score = NO_SCORE,
         matched: int = 0, held: tuple[int, ...] = (), flipped: int = -1, taken: tuple[int, ...] = (),
-        steals: tuple[str, ...] = (), ppeok: bool = False, ttadak: bool = False,
+        steals: tuple[StealCause, ...] = (), ppeok: bool = False, ttadak: bool = False,
     ) -> None:
         object.__setattr__(self, "seat", seat)
         object.__setattr__(self, "kind", kind)
@@ -184,8 +201,7 @@ class State:
     """Per month (index 0 unused): who made the 뻑 stack, ``START_STACK`` or ``NO_STACK``."""
     stock: tuple[int, ...]
     """Top of the stock first."""
-    gukjin: str = "open"
-    """``open`` (열끗, may still convert), ``kept`` (열끗 for good) or ``converted``."""
+    gukjin: Gukjin = "open"
     turn: TurnContext | None = None
     go_seq: int = 0
     payments: tuple[Payment, ...] = ()
@@ -200,7 +216,7 @@ class State:
     def __init__(
         self,
         rules: Rules, seed: int, dealer: int, phase: Phase, to_move: int, seats: tuple[SeatState, ...],
-        floor: tuple[int, ...], stacks: tuple[int, ...], stock: tuple[int, ...], gukjin: str = "open",
+        floor: tuple[int, ...], stacks: tuple[int, ...], stock: tuple[int, ...], gukjin: Gukjin = "open",
         turn: TurnContext | None = None, go_seq: int = 0, payments: tuple[Payment, ...] = (), carry: bool = False,
         settlement: Settlement | None = None, steps: int = 0, plays: tuple[PlayRecord, ...] = (),
     ) -> None:
@@ -229,10 +245,97 @@ class State:
     @property
     def order(self) -> tuple[int, ...]:
         """Playing seats in turn order, starting with the 선."""
-        n = len(self.seats)
-        return tuple(s for s in ((self.dealer + i) % n for i in range(n)) if self.seats[s].active)
+        seats = self.seats
+        return tuple([s for s in TURN_ORDER[len(seats)][self.dealer] if seats[s].active])
 
     def has_turn_left(self, seat: int) -> bool:
         """The seat still has a hand card to play or a usable 빈 내기."""
         s = self.seats[seat]
-        return s.active and (bool(s.hand) or (s.spare_flips > 0 and bool(self.stock)))
+        return has_turn_left(s.active, s.hand, s.spare_flips, bool(self.stock))
+
+
+def card_places(state: State) -> dict[int, str]:
+    """Where every card is (``hand:N``, ``pile:N``, ``floor``, ``stock``, ``turn``).
+
+    Raises ``CorruptSnapshot`` if a card is in two places or missing: the invariant that
+    property tests check after every step.
+    """
+    places: dict[int, str] = {}
+
+    def put(cards: Sequence[int], where: str) -> None:
+        for c in cards:
+            if c in places:
+                raise CorruptSnapshot(f"card {c} is both in {places[c]} and {where}")
+            places[c] = where
+
+    for i, s in enumerate(state.seats):
+        put(s.hand, f"hand:{i}")
+        put(s.captured, f"pile:{i}")
+    put(state.floor, "floor")
+    put(state.stock, "stock")
+    ctx = state.turn
+    if ctx is not None:
+        if state.phase is Phase.CHOOSE_HAND:
+            put((ctx.card,), "turn")
+        put(ctx.held, "turn")
+        if state.phase is Phase.CHOOSE_FLIP:
+            put((ctx.flipped,), "turn")
+    expected = set(range(state.rules.deck_size))
+    if set(places) != expected:
+        raise CorruptSnapshot(f"cards missing: {sorted(expected - set(places))}")
+    return places
+
+
+class SeatPosition(Protocol):
+    """A seat as ``Position`` reads it: the fields of ``SeatState``."""
+
+    @property
+    def hand(self) -> tuple[int, ...]: ...
+    @property
+    def captured(self) -> tuple[int, ...]: ...
+    @property
+    def revealed(self) -> tuple[int, ...]: ...
+    @property
+    def shakes(self) -> tuple[int, ...]: ...
+    @property
+    def bombs(self) -> tuple[int, ...]: ...
+    @property
+    def spare_flips(self) -> int: ...
+    @property
+    def gos(self) -> int: ...
+    @property
+    def sseul(self) -> int: ...
+    @property
+    def active(self) -> bool: ...
+
+
+class Position(Protocol):
+    """A round's position, read-only: what a frozen ``State`` and a playout's live position
+    (``Playout.position``) both offer, so that search code reads either without a copy."""
+
+    @property
+    def rules(self) -> Rules: ...
+    @property
+    def dealer(self) -> int: ...
+    @property
+    def phase(self) -> Phase: ...
+    @property
+    def to_move(self) -> int: ...
+    @property
+    def seats(self) -> Sequence[SeatPosition]: ...
+    @property
+    def floor(self) -> Sequence[int]: ...
+    @property
+    def stacks(self) -> tuple[int, ...]: ...
+    @property
+    def stock(self) -> Sequence[int]: ...
+    @property
+    def gukjin(self) -> Gukjin: ...
+    @property
+    def turn(self) -> TurnContext | None: ...
+    @property
+    def carry(self) -> bool: ...
+    @property
+    def settlement(self) -> Settlement | None: ...
+    @property
+    def plays(self) -> tuple[PlayRecord, ...]: ...

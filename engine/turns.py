@@ -5,6 +5,7 @@ sit-out and 광 sale), its captures, steals and special events, and the round's 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from .actions import (
     Action,
@@ -42,11 +43,13 @@ from .events import (
     Ttadak,
     WentGo,
 )
-from .scoring import go_score
-from .settle import finish_round, settle
-from .settlement import Payment
-from .state import NO_STACK, Phase, PlayRecord
-from .working import EMPTY_SCORE, Turn, Work, report_score, report_scores, report_turn_score
+from .scoring import EMPTY_SCORE, go_score
+from .settlement import Payment, PaymentReason, settle
+from .state import NO_STACK, Phase, PlayRecord, StealCause, TurnKind
+from .working import Turn, Work
+
+_PPEOK_PAYMENTS: Final[tuple[PaymentReason, ...]] = ("first_ppeok", "second_ppeok", "third_ppeok")
+"""The payments of 첫뻑, 연뻑 and 삼연뻑, by the turn of the seat's 뻑."""
 
 
 def step(w: Work, action: Action) -> None:
@@ -91,7 +94,7 @@ def step(w: Work, action: Action) -> None:
             base = w.base(w.to_move)
             if not w.quiet:
                 w.events.append(Stopped(w.to_move, base, False))
-            finish_round(w, settle(w, w.to_move, "stop", "stop"))
+            w.finish(settle(w, w.to_move, "stop", "stop"))
     elif phase is Phase.SIT_OUT:
         if isinstance(action, SitOut):
             _sit_out(w, w.to_move, forced=False)
@@ -155,7 +158,7 @@ def _sell_gwang(w: Work, seat: int) -> None:
 def _begin_play(w: Work) -> None:
     before = [w.score(s) for s in range(len(w.seats))]
     resolve_bonuses(w, hands_too=True, seats=w.order())
-    report_scores(w, before)
+    w.report_scores(before)
     if not chongtong(w):
         w.phase, w.to_move = Phase.PLAY, w.dealer
 
@@ -163,7 +166,7 @@ def _begin_play(w: Work) -> None:
 # ------------------------------------------------------------------------- turns
 
 
-def _start_turn(w: Work, kind: str, hand_after: int, flips_after: int, card: int = -1, month: int = 0) -> Turn:
+def _start_turn(w: Work, kind: TurnKind, hand_after: int, flips_after: int, card: int = -1, month: int = 0) -> Turn:
     seat = w.to_move
     me = w.mut(seat)
     me.turns += 1
@@ -364,7 +367,7 @@ def _settle_turn(w: Work, ctx: Turn) -> None:
     if ctx.ppeok and r.ppeok_payments:
         t = s.turns
         if t <= len(r.ppeok_payments) and s.ppeok_turns == tuple(range(1, t + 1)):
-            reason = ("first_ppeok", "second_ppeok", "third_ppeok")[t - 1]
+            reason = _PPEOK_PAYMENTS[t - 1]
             for o in w.order():
                 if o != seat:
                     w.pay(Payment(o, seat, r.ppeok_payments[t - 1], reason))
@@ -381,7 +384,7 @@ def _settle_turn(w: Work, ctx: Turn) -> None:
     _finish_turn(w, ctx)
 
 
-def _steal(w: Work, seat: int, victim: int, reasons: tuple[str, ...]) -> None:
+def _steal(w: Work, seat: int, victim: int, reasons: tuple[StealCause, ...]) -> None:
     """Take ``len(reasons)`` 피 from ``victim``: plain 피 first, then the lowest value."""
     before = None if w.quiet else w.score(victim)
     pile = list(w.seats[victim].captured)
@@ -408,7 +411,7 @@ def _steal(w: Work, seat: int, victim: int, reasons: tuple[str, ...]) -> None:
     if not w.quiet:
         w.events.append(PiStolen(seat, victim, tuple(taken), len(reasons), reasons))
     if before is not None:
-        report_score(w, victim, before)
+        w.report_score(victim, before)
 
 
 def _finish_turn(w: Work, ctx: Turn) -> None:
@@ -418,30 +421,30 @@ def _finish_turn(w: Work, ctx: Turn) -> None:
     w.turn = None
     s = w.mut(seat)
     s.dry_turns = 0 if ctx.taken else s.dry_turns + 1
-    report_turn_score(w, ctx)
+    w.report_turn_score(ctx)
     if ctx.ppeok and len(s.ppeok_turns) == 3 and r.three_ppeok != "none":
         if r.three_ppeok == "win":
             if not w.quiet:
                 w.events.append(InstantWin(seat, "three_ppeok", r.three_ppeok_points))
-            finish_round(w, settle(w, seat, "instant_win", "three_ppeok", fixed=r.three_ppeok_points))
+            w.finish(settle(w, seat, "instant_win", "three_ppeok", fixed=r.three_ppeok_points))
         else:
             if not w.quiet:
                 w.events.append(InstantLoss(seat, "three_ppeok"))
             others = [o for o in w.order() if o != seat]
             winner = max(others, key=lambda o: _final_score(w, o))
-            finish_round(w, settle(w, winner, "instant_loss", "three_ppeok", minimum=r.go_threshold))
+            w.finish(settle(w, winner, "instant_loss", "three_ppeok", minimum=r.go_threshold))
         return
     if r.heodang and s.dry_turns >= r.heodang_turns:
         if not w.quiet:
             w.events.append(InstantWin(seat, "heodang", r.heodang_points))
-        finish_round(w, settle(w, seat, "instant_win", "heodang", fixed=r.heodang_points))
+        w.finish(settle(w, seat, "instant_win", "heodang", fixed=r.heodang_points))
         return
     base = w.base(seat)
     if base >= r.go_threshold and (s.gos == 0 or base > s.last_go_base):
         if not w.has_turn_left(seat) and r.last_action_go == "auto_stop":
             if not w.quiet:
                 w.events.append(Stopped(seat, base, True))
-            finish_round(w, settle(w, seat, "stop", "stop"))
+            w.finish(settle(w, seat, "stop", "stop"))
             return
         w.phase, w.to_move = Phase.GO_STOP, seat
         return
@@ -467,7 +470,7 @@ def _go(w: Work) -> None:
     ):
         if not w.quiet:
             w.events.append(Stopped(seat, base, True))
-        finish_round(w, settle(w, seat, "stop", "last_go"))
+        w.finish(settle(w, seat, "stop", "last_go"))
         return
     _advance(w, seat)
 
@@ -493,12 +496,12 @@ def _exhausted(w: Work) -> None:
             top = max(finals.values())
             best = [o for o in ready if finals[o] == top]
             if len(best) == 1:
-                finish_round(w, settle(w, best[0], "best_score", "cards_exhausted"))
+                w.finish(settle(w, best[0], "best_score", "cards_exhausted"))
                 return
             if not w.quiet:
                 w.events.append(Nagari("tied_scores"))
-            finish_round(w, settle(w, -1, "nagari", "tied_scores"))
+            w.finish(settle(w, -1, "nagari", "tied_scores"))
             return
     if not w.quiet:
         w.events.append(Nagari("cards_exhausted"))
-    finish_round(w, settle(w, -1, "nagari", "cards_exhausted"))
+    w.finish(settle(w, -1, "nagari", "cards_exhausted"))

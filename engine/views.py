@@ -14,11 +14,9 @@ from .cards import HIDDEN, MONTH
 from .events import BonusCaptured, Dealt, Event
 from .legality import choice_cards, legal_actions
 from .rules import Rules
-from .scoring import Score
-from .settle import shake_bomb_count
-from .settlement import Payment, Settlement
-from .state import NO_STACK, Phase, PlayRecord, State, TurnContext
-from .working import seat_score
+from .scoring import Score, seat_score
+from .settlement import Payment, Settlement, shake_bomb_count
+from .state import NO_STACK, Gukjin, Phase, PlayRecord, State, TurnContext
 
 SPECTATOR = -1
 
@@ -85,7 +83,7 @@ class View:
     stacks: tuple[Stack, ...]
     stock_count: int
     seats: tuple[SeatView, ...]
-    gukjin: str
+    gukjin: Gukjin
     carry: bool
     pending: Pending | None
     legal_actions: tuple[Action, ...]

@@ -1,5 +1,5 @@
 """The mutable working copy of a round: what ``apply`` and ``Playout`` change in place between two
-frozen states, and the card masks and scores it keeps current.
+frozen states, with the scores and turn order it keeps current and the events it reports.
 """
 
 from __future__ import annotations
@@ -8,80 +8,26 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Final
 
-from .cards import MONTH_CARDS, mask_of
-from .events import (
-    Captured,
-    Event,
-    InstantPaid,
-    ScoreChanged,
-)
+from .cards import mask_of
+from .events import Captured, Event, InstantPaid, RoundSettled, ScoreChanged
 from .rules import Rules
-from .scoring import Score, mask_score, mask_total, same_score
+from .scoring import Score, mask_total, pile_score, same_score
 from .settlement import Payment, Settlement
-from .state import NO_STACK, Phase, PlayRecord, SeatState, State, TurnContext
-
-EMPTY_SCORE: Final = Score()
-
-
-# ---------------------------------------------------------------------- card masks
-
-_MONTH_BITS: Final = mask_of(range(MONTH_CARDS))
-_PAIR_LOW: Final = sum(0b0101 << (4 * i) for i in range(12))
-"""Bits 0 and 2 of each month's four bits."""
-_NIBBLE_LOW: Final = sum(1 << (4 * i) for i in range(12))
-"""Bit 0 of each month's four bits."""
-
-
-def holds_three_of_a_month(cards: Sequence[int]) -> bool:
-    """Some month has three or four cards among ``cards`` (흔들기 and 폭탄 are possible).
-
-    On the card mask, where each month is four adjacent bits: a month has three of its
-    cards iff one of its bit pairs is full and the other is not empty.
-    """
-    mask = mask_of(cards) & _MONTH_BITS
-    full = mask & (mask >> 1) & _PAIR_LOW
-    some = (mask | (mask >> 1)) & _PAIR_LOW
-    return bool(((full & (some >> 2)) | ((full >> 2) & some)) & _NIBBLE_LOW)
-
-
-def four_of_a_month(cards: Sequence[int]) -> int:
-    """The first month all four cards of which are among ``cards`` (0: none)."""
-    mask = mask_of(cards) & _MONTH_BITS
-    full = mask & (mask >> 1) & (mask >> 2) & (mask >> 3) & _NIBBLE_LOW
-    return (full & -full).bit_length() // 4 + 1 if full else 0
-
-
-def report_scores(w: Work, before: Sequence[Score]) -> None:
-    for i, b in enumerate(before):
-        report_score(w, i, b)
-
-
-def report_score(w: Work, seat: int, before: Score) -> None:
-    """A ``ScoreChanged`` event if ``seat``'s score differs from ``before``."""
-    if w.quiet:
-        return
-    now = w.score(seat)
-    if not same_score(now, before):
-        w.events.append(ScoreChanged(seat, now, now.total))
-
-
-def report_turn_score(w: Work, ctx: Turn) -> None:
-    """``report_score`` of the mover at the end of its turn, from the score it began with."""
-    if w.quiet:
-        return
-    if ctx.before is None:
-        s = w.seats[ctx.seat]
-        if s.captured is ctx.pile and s.sseul == ctx.pile_sseul and (w.gukjin == "converted") == ctx.pile_converted:
-            return  # the inputs of the score are those the turn began with: so is the score
-    report_score(w, ctx.seat, ctx.before_score())
-
-
-# ------------------------------------------------------------------ working copy
-
+from .state import (
+    NO_STACK,
+    TURN_ORDER,
+    Gukjin,
+    Phase,
+    PlayRecord,
+    SeatState,
+    State,
+    StealCause,
+    TurnContext,
+    TurnKind,
+    has_turn_left,
+)
 
 _NO_STACKS: Final = (NO_STACK,) * 13
-_TURN_ORDER: Final = tuple(tuple(tuple((d + i) % n for i in range(n)) for d in range(n)) for n in range(5))
-"""``_TURN_ORDER[n][dealer]``: the n seats in turn order from the dealer."""
 _SEAT_FIELDS: Final = tuple(f.name for f in fields(SeatState))
 _TURN_FIELDS: Final = tuple(f.name for f in fields(TurnContext))
 
@@ -130,7 +76,7 @@ class Turn:
 
     __slots__ = (*_TURN_FIELDS, "pile", "pile_sseul", "pile_converted")
     seat: int
-    kind: str
+    kind: TurnKind
     card: int
     month: int
     last: bool
@@ -143,12 +89,12 @@ class Turn:
     held: tuple[int, ...]
     flipped: int
     taken: tuple[int, ...]
-    steals: tuple[str, ...]
+    steals: tuple[StealCause, ...]
     ppeok: bool
     ttadak: bool
 
     def __init__(
-        self, seat: int, kind: str, card: int, month: int, last: bool, before: Score | None,
+        self, seat: int, kind: TurnKind, card: int, month: int, last: bool, before: Score | None,
         pile: tuple[int, ...] = (), pile_sseul: int = 0, pile_converted: bool = False,
     ) -> None:
         self.seat, self.kind, self.card, self.month = seat, kind, card, month
@@ -215,7 +161,7 @@ class Work:
 
     def __init__(
         self, rules: Rules, seed: int, dealer: int, phase: Phase, to_move: int, seats: list[SeatState | _Seat],
-        floor: list[int], stacks: tuple[int, ...], stock: list[int], gukjin: str, turn: TurnContext | None,
+        floor: list[int], stacks: tuple[int, ...], stock: list[int], gukjin: Gukjin, turn: TurnContext | None,
         go_seq: int, payments: tuple[Payment, ...], carry: bool, settlement: Settlement | None,
         plays: tuple[PlayRecord, ...],
     ) -> None:
@@ -320,61 +266,42 @@ class Work:
         order = self._order
         if order is None:
             seats = self.seats
-            turns = _TURN_ORDER[len(seats)][self.dealer]
+            turns = TURN_ORDER[len(seats)][self.dealer]
             order = self._order = tuple([s for s in turns if seats[s].active])
         return order
 
     def has_turn_left(self, seat: int) -> bool:
+        """``State.has_turn_left`` of the working copy."""
         s = self.seats[seat]
-        return s.active and (bool(s.hand) or (s.spare_flips > 0 and bool(self.stock)))
+        return has_turn_left(s.active, s.hand, s.spare_flips, bool(self.stock))
 
+    def report_scores(self, before: Sequence[Score]) -> None:
+        """``report_score`` of every seat, from the scores ``before`` (one per seat)."""
+        for i, b in enumerate(before):
+            self.report_score(i, b)
 
-_SCORE_MEMO: Final[dict[tuple[tuple[int, ...], bool, int], Score]] = {}
-_SCORE_MEMO_LIMIT: Final = 1 << 14
+    def report_score(self, seat: int, before: Score) -> None:
+        """A ``ScoreChanged`` event if ``seat``'s score differs from ``before``."""
+        if self.quiet:
+            return
+        now = self.score(seat)
+        if not same_score(now, before):
+            self.events.append(ScoreChanged(seat, now, now.total))
 
+    def report_turn_score(self, ctx: Turn) -> None:
+        """``report_score`` of the mover at the end of its turn, from the score it began with."""
+        if self.quiet:
+            return
+        if ctx.before is None:
+            s = self.seats[ctx.seat]
+            converted = self.gukjin == "converted"
+            if s.captured is ctx.pile and s.sseul == ctx.pile_sseul and converted == ctx.pile_converted:
+                return  # the inputs of the score are those the turn began with: so is the score
+        self.report_score(ctx.seat, ctx.before_score())
 
-def pile_score(captured: tuple[int, ...], converted: bool, sseul: int) -> Score:
-    """``scoring.score`` memoized: piles recur from step to step (a pure cache, bounded)."""
-    key = (captured, converted, sseul)
-    hit = _SCORE_MEMO.get(key)
-    if hit is None:
-        if len(_SCORE_MEMO) >= _SCORE_MEMO_LIMIT:
-            _SCORE_MEMO.clear()
-        hit = _SCORE_MEMO[key] = mask_score(mask_of(captured), converted, sseul)
-    return hit
-
-
-def seat_score(state: State, seat: int) -> Score:
-    """A seat's base score, recomputed from its pile."""
-    s = state.seats[seat]
-    return pile_score(s.captured, state.gukjin == "converted", s.sseul)
-
-
-def card_places(state: State) -> dict[int, str]:
-    """Where every card is (``hand:N``, ``pile:N``, ``floor``, ``stock``, ``turn``).
-
-    Raises ``AssertionError`` if a card is in two places or missing: the invariant
-    that property tests check after every step.
-    """
-    places: dict[int, str] = {}
-
-    def put(cards: Sequence[int], where: str) -> None:
-        for c in cards:
-            assert c not in places, f"card {c} is both in {places[c]} and {where}"
-            places[c] = where
-
-    for i, s in enumerate(state.seats):
-        put(s.hand, f"hand:{i}")
-        put(s.captured, f"pile:{i}")
-    put(state.floor, "floor")
-    put(state.stock, "stock")
-    ctx = state.turn
-    if ctx is not None:
-        if state.phase is Phase.CHOOSE_HAND:
-            put((ctx.card,), "turn")
-        put(ctx.held, "turn")
-        if state.phase is Phase.CHOOSE_FLIP:
-            put((ctx.flipped,), "turn")
-    expected = set(range(state.rules.deck_size))
-    assert set(places) == expected, f"cards missing: {sorted(expected - set(places))}"
-    return places
+    def finish(self, settlement: Settlement) -> None:
+        """End the round with ``settlement``."""
+        self.settlement = settlement
+        self.phase, self.to_move, self.turn = Phase.OVER, -1, None
+        if not self.quiet:
+            self.events.append(RoundSettled(settlement))

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("client", ("gostop.client",)),
     ("bots", ("gostop.bots",)),
     ("env", ("gostop.env",)),
-    ("tools", ("gostop", "gostop.tools", "gostop.__main__", "gostop.engine.cli", "gostop.engine.__main__")),
+    ("tools", ("gostop", "gostop.tools", "gostop.__main__", "gostop.engine.__main__")),
 )
 MAY_IMPORT: dict[str, set[str]] = {
     "engine": {"engine"},
@@ -40,6 +40,14 @@ MAY_IMPORT: dict[str, set[str]] = {
     "env": {"engine", "bots", "env"},
     "tools": {"engine", "wire", "service", "client", "bots", "env", "tools"},
 }
+ENGINE_PUBLIC = frozenset(f"gostop.engine{m}" for m in (
+    "", ".actions", ".cards", ".determinize", ".errors", ".events", ".match", ".observer", ".play", ".render",
+    ".rng", ".rules", ".scoring", ".serialize", ".settlement", ".state", ".testing", ".views",
+))
+"""The engine's modules that code outside it may import (never a name beginning with ``_``). The
+others are its internals: the working copy (``working``), a turn's steps (``turns``), the deal's and
+legality's insides (``dealing``, ``legality``: their public names are the package's), the build
+selection (``native``). Search and environments go through ``Playout``."""
 OLD_NAMES = ("engine", "service", "gostop_client")
 """Top-level import names of before the ``gostop`` namespace: nothing may import them."""
 
@@ -66,12 +74,20 @@ def modules() -> Iterator[tuple[str, Path]]:
             yield ".".join(parts), path
 
 
-def own_imports(module: str, path: Path) -> set[str]:
-    """Every module of ours ``module`` imports, anywhere in its source (relative imports resolved)."""
+def own_imports(module: str, path: Path, *, typing: bool = True) -> set[str]:
+    """Every module of ours ``module`` imports, anywhere in its source (relative imports resolved);
+    without ``typing``, not those under ``if TYPE_CHECKING:`` (never run: no circle at run time)."""
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    skip: set[int] = set()
+    if not typing:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+                skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
     found: set[str] = set()
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -98,12 +114,12 @@ def _known(name: str, known: set[str]) -> str | None:
     return name or None
 
 
-def graph() -> dict[str, set[str]]:
+def graph(*, typing: bool = True) -> dict[str, set[str]]:
     found = dict(modules())
     known = set(found) | {GENERATED}
     edges: dict[str, set[str]] = {}
     for module, path in found.items():
-        targets = {_known(n, known) for n in own_imports(module, path)}
+        targets = {_known(n, known) for n in own_imports(module, path, typing=typing)}
         edges[module] = {t for t in targets if t is not None and t != module}
     edges[GENERATED] = set()
     return edges
@@ -117,6 +133,26 @@ def violations(edges: dict[str, set[str]]) -> list[str]:
             theirs = layer_of(target)
             if theirs not in MAY_IMPORT[mine]:
                 out.append(f"{module} ({mine}) imports {target} ({theirs})")
+    return out
+
+
+def imported_names() -> dict[str, set[str]]:
+    """Every module of ours outside the engine -> the names it imports from the engine."""
+    return {module: {n for n in own_imports(module, path) if n == "gostop.engine" or n.startswith("gostop.engine.")}
+            for module, path in modules() if layer_of(module) != "engine"}
+
+
+def engine_reach_ins(imports: dict[str, set[str]]) -> list[str]:
+    """Imports of engine internals (a module not in ``ENGINE_PUBLIC``, or a private name) from outside it."""
+    known = {m for m, _ in modules() if m.startswith("gostop.engine")}
+    out = []
+    for module, names in sorted(imports.items()):
+        for name in sorted(names):
+            target = _known(name, known) or name
+            private = [p for p in name.split(".") if p.startswith("_") and not p.startswith("__")]
+            if target not in ENGINE_PUBLIC or private:
+                out.append(f"{module} imports {name}" + (f" ({target} is internal)" if target not in ENGINE_PUBLIC
+                                                         else " (a private name)"))
     return out
 
 
@@ -159,6 +195,28 @@ def test_every_import_goes_down_the_layers() -> None:
     assert violations(graph()) == []
 
 
+def test_nothing_outside_the_engine_imports_its_internals() -> None:
+    assert engine_reach_ins(imported_names()) == []
+
+
+def test_the_public_engine_modules_exist() -> None:
+    known = {m for m, _ in modules()}
+    assert sorted(ENGINE_PUBLIC - known) == []
+
+
+@pytest.mark.parametrize(("module", "name"), [
+    ("gostop.env.aec", "gostop.engine.working.Work"),  # the working copy
+    ("gostop.bots.mcts", "gostop.engine.turns.step"),  # a turn's steps
+    ("gostop.env.openspiel", "gostop.engine.play._ID_MEMO"),  # a private name of a public module
+    ("gostop.wire.convert", "gostop.engine.native"),  # the build selection
+])
+def test_the_check_catches_a_reach_into_the_engine(module: str, name: str) -> None:
+    imports = imported_names()
+    assert module in imports
+    imports[module] = imports[module] | {name}
+    assert engine_reach_ins(imports), f"{module} -> {name} was not caught"
+
+
 def test_nothing_imports_the_old_top_level_names() -> None:
     """Not the package, its tests, scripts or examples."""
     found = dict(modules())
@@ -171,14 +229,15 @@ def test_nothing_imports_the_old_top_level_names() -> None:
 
 
 def test_no_import_circles() -> None:
-    """(A package and its own submodules import each other by design: ``__init__`` re-exports.)"""
-    edges = graph()
+    """(A package and its own submodules import each other by design: ``__init__`` re-exports; imports
+    for type checking only are not run.)"""
+    edges = graph(typing=False)
     plain = {m: {t for t in ts if not t.startswith(m + ".") and not m.startswith(t + ".")} for m, ts in edges.items()}
     assert cycles(plain) == []
 
 
 @pytest.mark.parametrize(("module", "target"), [
-    ("gostop.engine.game", "gostop.service.games"),  # the engine reaching up into the service
+    ("gostop.engine.play", "gostop.service.games"),  # the engine reaching up into the service
     ("gostop.engine.views", "gostop.v1"),  # the engine depending on the messages
     ("gostop.wire.convert", "gostop.service.games"),  # the wire depending on the service
     ("gostop.bots.greedy", "gostop.client"),  # a bot depending on the transport

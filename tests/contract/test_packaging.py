@@ -88,7 +88,7 @@ def test_the_wheel_s_engine_is_compiled_where_a_compiler_is(wheel: Path) -> None
     suffix = layout["ext_suffix"]
     assert f"{top}/{layout['library']}{suffix}" in names
     assert {f"{top}/gostop/engine/{m}{suffix}" for m in layout["compiled"]} <= names
-    assert "gostop/engine/game.py" in names, "the sources ship too (the same behaviour, pure Python)"
+    assert "gostop/engine/play.py" in names, "the sources ship too (the same behaviour, pure Python)"
 
 
 def test_without_the_compiler_the_wheel_is_pure_python(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -113,7 +113,7 @@ def test_the_wheel_is_one_namespace_with_its_generated_code(wheel: Path) -> None
     for module in ("gostop/v1/__init__.py", "gostop/v1/game_pb2.py", "gostop/v1/game_pb2_grpc.py",
                    "gostop/v1/bot_pb2.py", "gostop/v1/bot_pb2_grpc.py", "gostop/v1/bot_pb2.pyi",
                    "gostop/v1/game_pb2.pyi", "gostop/v1/game_connect.py", "gostop/service/http.py",
-                   "gostop/engine/game.py", "gostop/wire/convert.py",
+                   "gostop/engine/play.py", "gostop/wire/convert.py",
                    "gostop/service/server.py", "gostop/client/client.py", "gostop/bots/mcts.py",
                    "gostop/tools/cli.py", "gostop/py.typed"):
         assert module in names, f"{module} is not in the wheel"

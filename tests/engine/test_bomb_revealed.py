@@ -10,8 +10,8 @@ card in hand is replaced by the fourth card after the sit-out.
 from __future__ import annotations
 
 from gostop.engine import Bomb, JoinRound, PlayCard, Rules, SitOut, apply, legal_actions, new_round
-from gostop.engine.deals import scripted_deal
 from gostop.engine.events import Bombed, BonusCaptured, Captured, Shaken
+from gostop.engine.testing import scripted_deal
 from gostop.engine.views import view
 
 A, B, C, D = 0, 1, 2, 3

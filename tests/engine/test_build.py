@@ -133,10 +133,10 @@ def test_a_build_for_another_python_or_incomplete_is_not_used(tmp_path: Path) ->
     path.write_text(json.dumps(dict(manifest, ext_suffix=".cpython-399-x.so")), encoding="utf-8")
     assert select(package, {}).reason == "compiled for another Python (.cpython-399-x.so)"
     path.write_text(json.dumps(manifest), encoding="utf-8")
-    (package / native.COMPILED_DIR / "b-test" / native.MODULES_DIR / f"game{ext_suffix()}").unlink()
-    assert select(package, {}).reason == "compiled build is incomplete: game missing"
+    (package / native.COMPILED_DIR / "b-test" / native.MODULES_DIR / f"play{ext_suffix()}").unlink()
+    assert select(package, {}).reason == "compiled build is incomplete: play missing"
     (package / native.COMPILED_DIR / "b-test" / f"compiled__mypyc{ext_suffix()}").unlink()
-    assert select(package, {}).reason == "compiled build is incomplete: game, compiled__mypyc missing"
+    assert select(package, {}).reason == "compiled build is incomplete: play, compiled__mypyc missing"
     path.unlink()
     assert select(package, {}).reason.startswith("no compiled build")
     path.write_text("{", encoding="utf-8")
@@ -167,7 +167,7 @@ def played_values() -> list[Any]:
                 assert state.settlement is not None
                 values += [state.settlement, *state.settlement.bills, *state.settlement.winner_factors]
     values.append(gostop.engine.Deal(((0, 1), (2, 3)), (4, 5), (6, 7), 1))
-    values += gostop.engine.observation.LAYOUT  # (the observation's layout: frozen values too)
+    values += gostop.engine.observer.LAYOUT  # (the observation's layout: frozen values too)
     return values
 
 

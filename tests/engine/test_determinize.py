@@ -9,7 +9,7 @@ import pytest
 
 from gostop.engine import Rules, apply, card_places, legal_actions, new_round, view
 from gostop.engine.determinize import determinize, unknown_cards
-from gostop.engine.game import Playout
+from gostop.engine.play import Playout
 from testkit.configs import CONFIGS, config_id
 
 

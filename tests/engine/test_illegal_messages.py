@@ -38,7 +38,7 @@ from gostop.engine import (
     legal_actions,
     new_round,
 )
-from gostop.engine.deals import scripted_deal
+from gostop.engine.testing import scripted_deal
 
 A, B, C, D = 0, 1, 2, 3
 STANDARD = Rules.preset("standard")

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from gostop.engine import Rules, apply, legal_actions, new_round, state_to_bytes
-from gostop.engine.game import Playout
+from gostop.engine.play import Playout
 from testkit.configs import CONFIGS, config_id
 
 

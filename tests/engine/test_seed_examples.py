@@ -32,7 +32,6 @@ from gostop.engine import (
     score,
     seat_score,
 )
-from gostop.engine.deals import scripted_deal
 from gostop.engine.events import (
     Bombed,
     Captured,
@@ -50,6 +49,7 @@ from gostop.engine.events import (
     WentGo,
 )
 from gostop.engine.settlement import Factor, Payment, Settlement
+from gostop.engine.testing import scripted_deal
 
 E = TypeVar("E")
 A, B, C = 0, 1, 2

@@ -36,11 +36,11 @@ from gostop.engine import (
     state_from_bytes,
     state_to_bytes,
 )
-from gostop.engine.cli import main
 from gostop.engine.events import Dealt
 from gostop.engine.rng import Rng
 from gostop.engine.serialize import encode, plays_json, to_data
 from gostop.engine.settlement import Settlement
+from gostop.tools.cli import main
 
 ALL_CONFIGS: list[tuple[str, int]] = [
     ("standard", 2), ("standard", 3), ("simple", 2), ("classic", 2), ("classic", 3), ("classic", 4),

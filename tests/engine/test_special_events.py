@@ -38,7 +38,6 @@ from gostop.engine import (
     seat_score,
 )
 from gostop.engine.cards import MONTH, is_bonus
-from gostop.engine.deals import scripted_deal
 from gostop.engine.events import (
     Bombed,
     BonusCaptured,
@@ -68,9 +67,9 @@ from gostop.engine.events import (
     Ttadak,
     WentGo,
 )
-from gostop.engine.game import shake_bomb_count
-from gostop.engine.settlement import Factor, Payment, Settlement
+from gostop.engine.settlement import Factor, Payment, Settlement, shake_bomb_count
 from gostop.engine.state import NO_STACK, START_STACK
+from gostop.engine.testing import scripted_deal
 
 E = TypeVar("E")
 A, B, C, D = 0, 1, 2, 3

@@ -9,9 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from gostop.engine import Rules, new_round
+from gostop.engine import Deal, Rules, new_round
 from gostop.engine.events import Redealt
-from gostop.engine.game import Deal
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
 from testkit.servers import API_KEY, OPERATOR, Api, Game, Metadata, config, key_md, running_server

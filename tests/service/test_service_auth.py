@@ -9,9 +9,8 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from gostop.engine import HIDDEN, Rules, new_round
+from gostop.engine import HIDDEN, Deal, Rules, new_round
 from gostop.engine.events import Redealt
-from gostop.engine.game import Deal
 from gostop.service.auth import Authenticator
 from gostop.service.errors import Code, ServiceError
 from gostop.v1 import game_pb2 as pb

@@ -17,7 +17,7 @@ The parts:
   right than the earlier per-card approximation (42% against 38%; uniform: 30%), which did
   not move the win rate measurably (55.3% against 56.0% on the same 300 rounds).
 * **Roll out** to the end of the round with a fast default policy on an in-place
-  ``engine.game.Playout`` (no views, no events, no frozen states): a one-ply capture
+  ``engine.Playout`` (no views, no events, no frozen states): a one-ply capture
   heuristic with dynamic set/denial worth (see ``rollout_action``) that always stops at
   go/stop; ``epsilon`` adds random moves (0 by default: deterministic rollouts compare
   actions best with common random numbers).
@@ -66,7 +66,7 @@ import random
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, Final, Protocol, cast
+from typing import Final
 
 from gostop.engine import (
     Action,
@@ -75,16 +75,16 @@ from gostop.engine import (
     ConvertGukjin,
     JoinRound,
     PlayCard,
+    Playout,
     SellGwang,
     Stop,
     View,
-    action_id,
+    cached_action_id,
 )
 from gostop.engine import view as engine_view
 from gostop.engine.cards import CHEONGDAN, CHODAN, GODORI, HONGDAN, KIND, MONTH, PI_VALUE, Kind
 from gostop.engine.determinize import determinize
-from gostop.engine.game import Playout
-from gostop.engine.state import Phase, State
+from gostop.engine.state import Phase, Position, State
 
 from .belief import BETA, NOISE, Belief
 from .greedy import STATIC_VALUE, GreedyBot, Situation
@@ -97,42 +97,6 @@ _STOP: Final = Stop()
 _CONVERT: Final = ConvertGukjin()
 _JOIN: Final = JoinRound()
 _SELL: Final = SellGwang()
-
-
-class _SeatLike(Protocol):
-    @property
-    def hand(self) -> tuple[int, ...]: ...
-
-    @property
-    def captured(self) -> tuple[int, ...]: ...
-
-
-class Position(Protocol):
-    """What the rollout policy reads: a frozen ``State`` or a playout's working copy."""
-
-    @property
-    def phase(self) -> Phase: ...
-
-    @property
-    def to_move(self) -> int: ...
-
-    @property
-    def floor(self) -> Sequence[int]: ...
-
-    @property
-    def seats(self) -> Sequence[_SeatLike]: ...
-
-
-def position(playout: Playout) -> Position:
-    """The playout's live position, read without copying.
-
-    ``Playout`` has no public read access to its position; its working copy (``_w``) has
-    the same field names as ``State``. If that ever changes, fall back to ``state()``.
-    """
-    live = getattr(playout, "_w", None)
-    if live is None:  # pragma: no cover - engine internals changed
-        return playout.state()
-    return cast(Position, live)
 
 
 _VALUE: Final = STATIC_VALUE
@@ -321,16 +285,6 @@ class _Node:
         self.avail = 0
 
 
-_ID_CACHE: dict[Action, int] = {}
-
-
-def _aid(a: Action) -> int:
-    ident = _ID_CACHE.get(a)
-    if ident is None:
-        ident = _ID_CACHE[a] = action_id(a)
-    return ident
-
-
 class MctsBot:
     """Information-set Monte Carlo search with a fast heuristic rollout (see the module).
 
@@ -428,12 +382,12 @@ class MctsBot:
             prior = self.prior(view, legal)
             stats = self.search_flat(view, legal, rng, prior, budget)
             best = max(
-                range(len(legal)), key=lambda i: (stats[i][1], stats[i][0] + prior[i], -_aid(legal[i]))
+                range(len(legal)), key=lambda i: (stats[i][1], stats[i][0] + prior[i], -cached_action_id(legal[i]))
             )
-            self.last_root = {_aid(a): (stats[i][1], stats[i][0]) for i, a in enumerate(legal)}
+            self.last_root = {cached_action_id(a): (stats[i][1], stats[i][0]) for i, a in enumerate(legal)}
             return legal[best]
         root = self.search(view, rng, budget)
-        by_id = {_aid(a): a for a in legal}
+        by_id = {cached_action_id(a): a for a in legal}
         ranked = sorted(
             ((n.visits, n.total / n.visits if n.visits else 0.0, -i) for i, n in root.children.items() if i in by_id),
             reverse=True,
@@ -492,7 +446,7 @@ class MctsBot:
             seed = rng.getrandbits(63)
             for i in alive:
                 p = Playout(sample)
-                pos = position(p)
+                pos = p.position
                 p.apply(legal[i])
                 r = random.Random(seed)
                 replies = self.reply_depth
@@ -541,7 +495,7 @@ class MctsBot:
 
     def _iterate(self, root: _Node, sample: State, rng: random.Random) -> None:
         p = Playout(sample)
-        pos = position(p)
+        pos = p.position
         node = root
         path = [root]
         c = self.exploration
@@ -552,14 +506,14 @@ class MctsBot:
             children = node.children
             untried: list[Action] = []
             for a in legal:
-                child = children.get(_aid(a))
+                child = children.get(cached_action_id(a))
                 if child is None:
                     untried.append(a)
                 else:
                     child.avail += 1
             if untried:
                 a = rollout_action(pos, untried, rng, 0.0) if len(untried) > 1 else untried[0]
-                child = children[_aid(a)] = _Node(mover)
+                child = children[cached_action_id(a)] = _Node(mover)
                 child.avail = 1
                 p.apply(a)
                 path.append(child)
@@ -568,7 +522,7 @@ class MctsBot:
             best_action: Action = legal[0]
             top = -math.inf
             for a in legal:
-                ch = children[_aid(a)]
+                ch = children[cached_action_id(a)]
                 u = ch.total / ch.visits + c * math.sqrt(math.log(ch.avail) / ch.visits)
                 if u > top:
                     top, best, best_action = u, ch, a
@@ -585,7 +539,8 @@ class MctsBot:
                 n.total += rewards[n.seat]
 
     def _rewards(self, p: Playout) -> list[float]:
-        settlement = cast(Any, position(p)).settlement
+        settlement = p.position.settlement
+        assert settlement is not None
         points: tuple[int, ...] = settlement.points
         winner: int = settlement.winner
         out = [0.0 if winner < 0 else (1.0 if s == winner else -1.0) for s in range(len(points))]
@@ -596,4 +551,4 @@ class MctsBot:
         return out
 
 
-__all__ = ["DEFAULT_CPU_MILLIS", "Budget", "MctsBot", "Position", "position", "rollout_action"]
+__all__ = ["DEFAULT_CPU_MILLIS", "Budget", "MctsBot", "rollout_action"]

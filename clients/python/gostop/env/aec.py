@@ -1,9 +1,8 @@
 """The PettingZoo AEC environment: one Go-Stop round per episode, every seat an agent.
 
-The round runs on the engine's fast path, as ``engine.Playout`` does: the engine's working copy
-(``Work``) changes in place by the engine's own step function (that of ``apply``), with no events
-and no frozen copy per step; the observation of a seat is computed from it by
-``observation.Encoder`` and equals the encoding of the seat's ``engine.View``.
+The round runs on the engine's fast path, ``engine.Playout``: the rules of ``apply`` applied in
+place, with no events and no frozen copy per step; the observation of a seat is computed from the
+live position by ``observation.Encoder`` and equals the encoding of the seat's ``engine.View``.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from gostop.engine import (
     SPECTATOR,
     Action,
     MalformedAction,
+    Playout,
     Rules,
     Settlement,
     State,
@@ -31,11 +31,8 @@ from gostop.engine import (
     new_round,
     view,
 )
-from gostop.engine.legality import legal_actions_of
 from gostop.engine.render import settlement_text, state_text
 from gostop.engine.state import Phase
-from gostop.engine.turns import step as engine_step
-from gostop.engine.working import Work
 
 from .observation import N_ACTIONS, OBS_HIGH, OBS_SIZE, Encoder, action_ids
 
@@ -150,8 +147,7 @@ class GostopEnv(AECEnv):
         self.skipped_deals = 0
         """Deals the last ``reset`` passed over because they ended the round at once (총통)."""
         self._encoder = Encoder(n, self.rules.deck_size, self.rules.go_threshold)
-        self._work: Work | None = None
-        self._steps = 0
+        self._playout: Playout | None = None
         self._legal: list[Action] = []
         self._legal_bits = 0
         """Bit ``i`` set for each legal action id ``i`` of the agent to move."""
@@ -175,9 +171,7 @@ class GostopEnv(AECEnv):
             self.skipped_deals += 1
             self.round_seed = int(self.np_random.integers(1 << 63))
             state, _ = new_round(self.rules, self.round_seed)
-        self._work = Work.of(state)
-        self._work.quiet = True
-        self._steps = state.steps
+        self._playout = Playout(state)
         self._encoder.reset()
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
@@ -197,7 +191,7 @@ class GostopEnv(AECEnv):
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        work = self._running()
+        playout = self._running()
         try:
             ident = int(action)
         except (TypeError, ValueError):
@@ -207,9 +201,8 @@ class GostopEnv(AECEnv):
         self._cumulative_rewards[agent] = 0.0
         chosen = _ACTIONS[ident]
         assert chosen is not None
-        engine_step(work, chosen)
-        self._steps += 1
-        if work.phase is Phase.OVER:
+        playout.apply(chosen)
+        if playout.over:
             self._finish()
         else:
             self._refresh()
@@ -251,7 +244,7 @@ class GostopEnv(AECEnv):
     def round_state(self) -> State:
         """The whole round as a frozen ``engine.State``: every hand and the stock included, for tools
         and tests (an agent's view is ``view_of``)."""
-        return self._running().freeze(self._steps)
+        return self._running().state()
 
     def view_of(self, agent: str) -> View:
         """What ``agent``'s seat may know, as the engine's ``View`` (what bots take)."""
@@ -268,19 +261,20 @@ class GostopEnv(AECEnv):
     @property
     def settlement(self) -> Settlement | None:
         """The round's settlement once it is over."""
-        return self._running().settlement
+        return self._running().position.settlement
 
     # ---------------------------------------------------------------------- internals
 
-    def _running(self) -> Work:
-        if self._work is None:
+    def _running(self) -> Playout:
+        if self._playout is None:
             raise RuntimeError("reset() the environment before using it")
-        return self._work
+        return self._playout
 
     def _refresh(self) -> None:
         """The legal actions of the seat to move, and their ids as the bits of one integer."""
-        work = self._running()
-        legal = self._legal = legal_actions_of(work)
+        playout = self._running()
+        work = playout.position
+        legal = self._legal = playout.legal_actions()
         if work.phase is Phase.PLAY:
             # Every hand card may be played: the first actions are their plain plays, whose ids are
             # the cards (ids ascend); 흔들기, 폭탄 and 빈 내기 follow.
@@ -296,7 +290,7 @@ class GostopEnv(AECEnv):
         self.agent_selection = self.possible_agents[work.to_move]
 
     def _finish(self) -> None:
-        work = self._running()
+        work = self._running().position
         settlement = work.settlement
         assert settlement is not None
         active = [s.active for s in work.seats]

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from gostop.engine import Action, PlayCard, State, View, action_id
+from gostop.engine import Action, PlayCard, Playout, State, View, action_id
 from gostop.engine.cards import ALL_CARDS
-from gostop.engine.observation import (
+from gostop.engine.observer import (
     FIELDS,
     GUKJIN_STATES,
     LAYOUT,
@@ -37,7 +37,6 @@ from gostop.engine.observation import (
     played_cards,
 )
 from gostop.engine.rules import POINTS_MAX
-from gostop.engine.working import Work
 
 __all__ = [
     "FIELDS", "GUKJIN_STATES", "LAYOUT", "MAX_SEATS", "N_ACTIONS", "OBS_HIGH", "OBS_SIZE", "PHASES", "PLANES",
@@ -81,7 +80,7 @@ def action_mask(ids: Sequence[int]) -> NDArray[np.int8]:
 
 
 class Encoder:
-    """The observation of a seat, computed from a ``State`` or the engine's working copy (``Work``)
+    """The observation of a seat, computed from a ``State`` or a ``Playout``'s live position
     by the engine's ``Observer`` (compiled with the engine), as NumPy arrays.
 
     One encoder follows one round (``reset`` at a new round): each observer seat's vector is kept
@@ -106,16 +105,19 @@ class Encoder:
         """The card mask of ``seat``'s hand ``hand`` (kept for the next observation of the seat)."""
         return self._observer.hand_mask(seat, hand)
 
-    def encode(self, src: State | Work, seat: int) -> NDArray[np.float32]:
+    def encode(self, src: State | Playout, seat: int) -> NDArray[np.float32]:
         """The observation of ``seat`` (a new array)."""
         return self.observe(src, seat, 0)[0]
 
     def observe(
-        self, src: State | Work, seat: int, legal: int
+        self, src: State | Playout, seat: int, legal: int
     ) -> tuple[NDArray[np.float32], NDArray[np.int8]]:
         """The observation of ``seat`` and the action mask with bit ``i`` of ``legal`` set for each
         legal action id ``i`` (new arrays)."""
-        vector, mask = self._observer.observe(src, seat, legal)
+        if isinstance(src, Playout):
+            vector, mask = src.observe(self._observer, seat, legal)
+        else:
+            vector, mask = self._observer.observe(src, seat, legal)
         arrays = self._arrays[seat]
         if arrays is None or arrays[0] is not vector:
             arrays = (vector, np.frombuffer(vector, np.float32), np.frombuffer(mask, np.int8))

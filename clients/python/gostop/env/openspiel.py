@@ -30,7 +30,7 @@ zero-sum.
 - a redeal (four of a month on the floor, or in a hand where 총통 is off) deals again by chance,
   as the engine's own deal does, so deals are uniform among the playable ones.
 
-The rules themselves are the engine's: every action goes through ``engine.game.Playout`` (the
+The rules themselves are the engine's: every action goes through ``engine.Playout`` (the
 same step functions as ``engine.apply``), and the stable action ids are OpenSpiel's actions
 (``num_distinct_actions`` = 252; ``legal_actions`` ascending).
 
@@ -64,7 +64,7 @@ import pyspiel  # type: ignore[import-not-found]  # OpenSpiel ships no type info
 from open_spiel.python.algorithms import ismcts as os_ismcts  # type: ignore[import-untyped]
 from open_spiel.python.algorithms import mcts as os_mcts
 
-from gostop.bots.mcts import DEFAULT_CPU_MILLIS, Budget, position
+from gostop.bots.mcts import DEFAULT_CPU_MILLIS, Budget
 from gostop.engine import (
     PRESET_PLAYERS,
     PRESETS,
@@ -74,18 +74,18 @@ from gostop.engine import (
     FlipOnly,
     Phase,
     PlayCard,
+    Playout,
     Rules,
     State,
     View,
     action_from_id,
-    action_id,
+    cached_action_id,
     new_round,
     view,
 )
 from gostop.engine.cards import ALL_CARDS, CODE, MONTH, MONTH_CARDS
 from gostop.engine.determinize import determinize
 from gostop.engine.events import Redealt
-from gostop.engine.game import Playout
 from gostop.engine.render import action_label
 
 __all__ = [
@@ -216,7 +216,7 @@ class _Core:
         """The deal so far: the floor's cards, then seat 0's hand, seat 1's, ..."""
         self.playout: Playout | None = None
         self.work: Any = None
-        """The playout's working copy (``_live``)."""
+        """The playout's live position (``Playout.position``)."""
         self.prefix: list[int] = []
         self.pending = _NO_PENDING
         """An action id waiting for its flip (or ``_DEAL_PENDING``)."""
@@ -231,7 +231,7 @@ class _Core:
     def place(self, playout: Playout | None) -> None:
         """Play on from ``playout`` (None: back to the deal)."""
         self.playout = playout
-        self.work = None if playout is None else _live(playout)
+        self.work = None if playout is None else playout.position
 
     def __getstate__(self) -> dict[str, Any]:
         return {"rules": self.rules.to_dict(), "win_loss": self.win_loss, "dealer": self.dealer,
@@ -243,25 +243,6 @@ class _Core:
         self.win_loss, self.dealer = data["win_loss"], data["dealer"]
         self.dealt, self.prefix, self.pending = data["dealt"], data["prefix"], data["pending"]
         self.place(None if data["position"] is None else Playout(data["position"]))
-
-
-def _live(playout: Playout) -> Any:
-    """The playout's working copy (``engine.working.Work``), read and reordered in place.
-
-    Its ``stock`` list is put in the order chance chose before a step takes cards from it; the
-    bots read the same working copy (``gostop.bots.mcts.position``).
-    """
-    return position(playout)
-
-
-_ID_OF: dict[Action, int] = {}
-
-
-def _aid(action: Action) -> int:
-    ident = _ID_OF.get(action)
-    if ident is None:
-        ident = _ID_OF[action] = action_id(action)
-    return ident
 
 
 class GostopState(pyspiel.State):  # type: ignore[misc]
@@ -286,7 +267,7 @@ class GostopState(pyspiel.State):  # type: ignore[misc]
     def _legal_actions(self, player: int) -> list[int]:
         core = self._core
         assert core.playout is not None and player == core.playout.to_move
-        return [_aid(a) for a in core.playout.legal_actions()]
+        return [cached_action_id(a) for a in core.playout.legal_actions()]
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         """The dealer, the next card dealt, or the next card off the stock: uniform."""
@@ -481,16 +462,14 @@ class GostopState(pyspiel.State):  # type: ignore[misc]
         if self._ready(self._needed(action)):
             self._step(action)
         else:
-            self._core.pending = _aid(action)
+            self._core.pending = cached_action_id(action)
 
     def _step(self, action: Action) -> None:
         core = self._core
         assert core.playout is not None
         w = core.work
-        prefix = core.prefix
-        if prefix and w.stock[:len(prefix)] != prefix:
-            chosen = set(prefix)
-            w.stock[:] = prefix + [c for c in w.stock if c not in chosen]
+        if core.prefix:
+            core.playout.order_stock(core.prefix)
         before = len(w.stock)
         core.playout.apply(action)
         self._consumed(before - len(w.stock))

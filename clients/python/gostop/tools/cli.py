@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from gostop.engine.cli import demo
+from gostop.tools.demo import demo
 from gostop.engine.rules import PRESETS
 
 GC_THRESHOLDS = (50_000, 20, 100)

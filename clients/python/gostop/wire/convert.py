@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 from google.protobuf.message import Message
 
@@ -59,8 +59,8 @@ from gostop.engine.events import Event
 from gostop.engine.render import action_label
 from gostop.engine.rules import FIELDS
 from gostop.engine.scoring import Score
-from gostop.engine.settlement import Settlement
-from gostop.engine.state import PlayRecord, TurnContext
+from gostop.engine.settlement import PaymentReason, Settlement
+from gostop.engine.state import Gukjin, PlayRecord, StealCause, TurnContext, TurnKind
 from gostop.engine.views import Pending, SeatView, Stack
 from gostop.v1 import game_pb2 as pb
 
@@ -530,9 +530,10 @@ def _seat(msg: pb.SeatView) -> SeatView:
 
 def _turn(msg: pb.TurnContext) -> TurnContext:
     return TurnContext(
-        seat=msg.seat, kind=msg.kind, card=msg.card, month=msg.month, last=msg.last, before=_score(msg.before),
+        seat=msg.seat, kind=cast(TurnKind, msg.kind), card=msg.card, month=msg.month, last=msg.last,
+        before=_score(msg.before),
         matched=msg.matched, held=tuple(msg.held), flipped=msg.flipped, taken=tuple(msg.taken),
-        steals=tuple(msg.steals), ppeok=msg.ppeok, ttadak=msg.ttadak,
+        steals=tuple(cast(list[StealCause], msg.steals)), ppeok=msg.ppeok, ttadak=msg.ttadak,
     )
 
 
@@ -553,11 +554,11 @@ def view_from_pb(msg: pb.GameView) -> View:
         stacks=tuple(Stack(s.month, s.maker) for s in msg.stacks),
         stock_count=msg.stock_count,
         seats=tuple(_seat(s) for s in msg.seats),
-        gukjin=msg.gukjin,
+        gukjin=cast(Gukjin, msg.gukjin),
         carry=msg.carry,
         pending=pending,
         legal_actions=legal_actions_from_pb(msg),
-        payments=tuple(Payment(p.payer, p.payee, p.points, p.reason) for p in msg.payments),
+        payments=tuple(Payment(p.payer, p.payee, p.points, cast(PaymentReason, p.reason)) for p in msg.payments),
         settlement=settlement_from_pb(msg.settlement) if msg.HasField("settlement") else None,
         rules=rules_from_pb(msg.rules) if msg.HasField("rules") else None,
         go_seq=msg.go_seq,

@@ -1,27 +1,26 @@
-"""The rules engine's entry points: ``apply`` (checked, typed events, a new frozen state) and
-``Playout`` (the same rules in place, for search), over the parts that read like a rule book:
+"""Playing a round: ``apply`` (checked, typed events, a new frozen state) and ``Playout`` (the
+same rules in place, for search and environments).
 
-- ``dealing``: the deal from the seed or an explicit ``Deal``, bonus cards, redeals, 총통;
-- ``legality``: the legal actions and the one check that says why an action is illegal;
-- ``turns``: one step per action, captures, steals, special events, 고/스톱, the round's end;
-- ``settle``: the settlement arithmetic (``settlement.py`` holds its values);
-- ``working``: the mutable working copy a step changes between two frozen states.
-
-Pure functions over frozen states: no I/O, no clock, no global randomness. The
-only randomness is the round's seed, fed to the engine's own generator at the deal.
+Pure functions over frozen states: no I/O, no clock, no global randomness; the only randomness
+is the round's seed, fed to the engine's own generator at the deal.
 """
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from .actions import Action
-from .cards import ALL_CARDS
-from .dealing import Deal, new_round
+from .errors import InvalidDeal
 from .events import Event
-from .legality import check, legal_action_ids, legal_actions, legal_actions_of
-from .settle import shake_bomb_count
-from .state import Phase, State
-from .turns import sellable, step
-from .working import Work, card_places, seat_score
+from .legality import check, legal_actions_of
+from .state import Phase, Position, State
+from .turns import step
+from .working import Work
+
+if TYPE_CHECKING:
+    from .observer import Observer
 
 
 def apply(state: State, action: Action, seat: int | None = None) -> tuple[State, list[Event]]:
@@ -87,8 +86,31 @@ class Playout:
         """The current position as a frozen state."""
         return self._w.freeze(self._steps)
 
+    @property
+    def position(self) -> Position:
+        """The current position read in place, without a copy (it changes with every ``apply``):
+        the fields of ``State``, for search code that reads many positions and freezes few."""
+        return self._w
 
-__all__ = [
-    "ALL_CARDS", "Deal", "apply", "apply_unchecked", "card_places", "check", "legal_action_ids",
-    "legal_actions", "new_round", "seat_score", "sellable", "shake_bomb_count",
-]
+    def order_stock(self, top: Sequence[int]) -> None:
+        """Put the cards ``top`` on the top of the stock, in that order (the others keep theirs):
+        a determinization fixing the cards chance draws next.
+
+        Raises ``InvalidDeal`` unless ``top`` names distinct cards of the stock.
+        """
+        stock = self._w.stock
+        first = list(top)
+        if stock[:len(first)] == first:
+            return
+        chosen = set(first)
+        if len(chosen) != len(first) or not chosen.issubset(stock):
+            raise InvalidDeal(f"not distinct cards of the stock: {first}")
+        stock[:] = first + [c for c in stock if c not in chosen]
+
+    def observe(self, observer: Observer, seat: int, legal: int) -> tuple[array[float], array[int]]:
+        """``observer.observe`` of the current position (without freezing it): a seat's observation
+        vector and action mask, for the research environments."""
+        return observer.observe(self._w, seat, legal)
+
+
+__all__ = ["Playout", "apply", "apply_unchecked"]

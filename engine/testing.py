@@ -1,12 +1,13 @@
-"""Scripted deals: build an explicit ``Deal`` from the few cards a test or scenario names."""
+"""Helpers for tests and scenarios: scripted deals, an explicit ``Deal`` built from the few cards a
+test names."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from .cards import MONTH, is_bonus
+from .dealing import Deal
 from .errors import InvalidDeal
-from .game import Deal
 from .rules import Rules
 
 

@@ -1,7 +1,0 @@
-"""``python -m gostop.engine``: the command line."""
-
-import sys
-
-from .cli import main
-
-sys.exit(main())
