@@ -49,8 +49,8 @@ from gostop.engine import (
     next_round,
     view,
 )
-from gostop.engine.testing import scripted_deal
 from gostop.engine.events import Event, RoundSettled
+from gostop.engine.testing import scripted_deal
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
 

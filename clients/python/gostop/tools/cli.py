@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from gostop.tools.demo import demo
 from gostop.engine.rules import PRESETS
+from gostop.tools.demo import demo
 
 GC_THRESHOLDS = (50_000, 20, 100)
 """Collector thresholds of a server process. A call allocates thousands of short-lived objects that
