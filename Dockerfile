@@ -40,7 +40,8 @@ WORKDIR /src
 # its own venv, which the final stage does not copy) installs the [server] extra's dependencies and
 # the build group - grpcio-tools generates the gRPC code during the build below, protoc-gen-connectrpc
 # the Connect services of the HTTP port, and mypy's mypyc compiles the engine's hot modules with the
-# C compiler installed here (setup.py) - constrained to the lock, whose hashes it checks. Their own
+# C compiler installed here (setup.py) - constrained to the lock, whose hashes it checks (TLS roots
+# from the image's certificate store, as pip takes them). Their own
 # layer: they change less often than the code. The runtime stage has no compiler: the compiled
 # modules need none.
 ARG UV_VERSION=0.13.8
@@ -54,7 +55,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 RUN python -m venv /opt/uv && /opt/uv/bin/pip install "uv==${UV_VERSION}"
 COPY pyproject.toml requirements.lock ./
-RUN /opt/uv/bin/uv pip install --python /opt/venv/bin/python --no-cache --constraint requirements.lock \
+RUN /opt/uv/bin/uv pip install --python /opt/venv/bin/python --no-cache --system-certs --constraint requirements.lock \
     --requirements pyproject.toml --extra server --group pyproject.toml:build
 COPY setup.py MANIFEST.in README.md ./
 COPY proto ./proto

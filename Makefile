@@ -31,6 +31,8 @@ LOCK := requirements.lock
 LOCK_DATE := 2026-12-04T00:00:00Z
 LOCK_PYTHON := 3.11
 export UV_NO_PROGRESS := 1
+# TLS roots from the platform's certificate store, as pip takes them.
+export UV_SYSTEM_CERTS := 1
 
 $(UV):
 	$(PYTHON) -m venv .tools/uv
@@ -45,8 +47,8 @@ $(STAMP): $(LOCK) pyproject.toml setup.py | $(UV)
 # Resolve every lock again: Python's from pyproject.toml (at LOCK_DATE), each npm package's
 # package-lock.json from its package.json, the Go client's go.sum from its go.mod.
 lock: python-lock
-	cd $(TS_CLIENT) && npm install --package-lock-only --ignore-scripts --no-audit --no-fund
-	cd $(WEB) && npm install --package-lock-only --ignore-scripts --no-audit --no-fund
+	npm --prefix $(TS_CLIENT) install --package-lock-only --ignore-scripts --no-audit --no-fund
+	npm --prefix $(WEB) install --package-lock-only --ignore-scripts --no-audit --no-fund
 	cd $(GO_CLIENT) && go mod tidy
 
 # (tests/contract/test_locks.py resolves into another file, LOCK_OUT, and compares.)

@@ -1464,7 +1464,7 @@ def test_dockerfile_is_multi_stage_with_a_small_final_stage() -> None:
     assert build[0].value.startswith("${PYTHON_IMAGE} ") and final[0].value.startswith("${PYTHON_IMAGE} ")
     # The build stage installs the project with its [server] extra, non-editable (the build generates
     # the gRPC code: setup.py), its dependencies and the build tools installed before it from the lock.
-    runs = " ".join(i.value for i in build if i.keyword == "RUN")
+    runs = " ".join(" ".join(i.value.split()) for i in build if i.keyword == "RUN")
     assert "python -m venv /opt/venv" in runs
     locked = "--constraint requirements.lock --requirements pyproject.toml --extra server --group pyproject.toml:build"
     assert runs.index(locked) < runs.index("pip install --no-build-isolation --no-deps './[server]'")
