@@ -52,8 +52,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry
 
 from gostop.service import config as server_config
-from gostop.service.metrics import Metrics
 from gostop.service.calls import SERVICE
+from gostop.service.metrics import Metrics
 from gostop.service.workers import worker_env
 from gostop.tools import botworker, ladder
 from gostop.tools.botworker import OUTCOMES, WorkerMetrics
