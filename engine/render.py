@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from . import events as ev
@@ -21,7 +22,7 @@ from .actions import (
     SitOut,
     Stop,
 )
-from .cards import CODE, MONTH, NAME, card_code, month_name
+from .cards import CODE, HIDDEN, MONTH, NAME, card_code, month_name
 from .scoring import Score
 from .settlement import Settlement
 from .state import State
@@ -87,69 +88,165 @@ def action_text(action: Action, hand: Sequence[int] = ()) -> str:
     return _TEXTS[type(action)]
 
 
-def event_line(e: ev.Event) -> str:
-    """One line describing an event."""
+@dataclass(frozen=True, slots=True)
+class Voice:
+    """How a sentence about an event names its parts: the transcript's voice (seat numbers, card
+    codes, the engine's names) or a person's (seats by name, everyday card names, Korean terms).
+
+    Both voices fill the same sentences (``_SENTENCES``) on one code path (``event_line``).
+    """
+
+    form: int
+    """Which column of ``_SENTENCES``: ``0`` the transcript's, ``1`` a person's."""
+    seat: Callable[[int], str]
+    card: Callable[[int], str]
+    """A card met in passing: a bonus card, a card laid, a replacement."""
+    named: Callable[[int], str]
+    """A card played or flipped."""
+    cards: Callable[[Iterable[int]], str]
+    explain: Callable[[str], str]
+    """The reason of a redeal, an instant win or loss, a 나가리."""
+    term: Callable[[str], str]
+    """The reason of an instant payment."""
+    reasons: Callable[[Sequence[str]], str]
+    """The reasons of a 피 steal."""
+    score: Callable[[int, Score], str]
+    """A seat's score (its total, then its categories)."""
+
+
+_SENTENCES: Final[Mapping[str, str | tuple[str, str]]] = {
+    # key: the sentence of both voices, or (the transcript's, a person's)
+    "dealt": (
+        "deal (선 {dealer}{carry}): {hands} | floor: {floor} | stock {stock}",
+        "* new deal: 선 {dealer}{carry}, stock {stock}",
+    ),
+    "carry": (" ×2 carry", ", ×2 carry"),
+    "redealt": ("redeal: {reason} month {month}", "redeal: {reason} (month {month})"),
+    "bonus": ("{seat} takes bonus {card} from {source}{replaced}", "{seat} takes {card} from the {source}{replaced}"),
+    "replaced": ", replaced by {card}",
+    "replaced_unseen": (", replaced by ??", ", replaced from the stock (unseen)"),
+    "sat_out": "{seat} sits out{forced}",
+    "forced": " (forced)",
+    "joined": "{seat} plays this round",
+    "gwang_sold": ("{seat} sells {cards} at {price} each", "{seat} sells {cards} at {price} each (광팔기)"),
+    "played": "{seat} plays {card}{shaking}",
+    "shaking": (" shaking", " shaking (흔들기)"),
+    "shaken": "{seat} 흔들기 month {month}: {cards}",
+    "bombed": "{seat} 폭탄 month {month}: {cards} ({spare} 빈 내기)",
+    "flip_only": "{seat} uses a 빈 내기 ({spare} left)",
+    "flipped": "{seat} flips {card}",
+    "laid": ("  {card} lies on the floor", "  {card} stays on the floor"),
+    "captured": ("  {seat} captures {cards}", "  {seat} takes {cards}"),
+    "ppeok": "  뻑! {seat} stacks month {month}: {cards} (#{count})",
+    "recaptured": ("  {seat} recaptures {stack} of month {month}", "  {seat} takes {stack} of month {month}"),
+    "own_ppeok": "자뻑",
+    "ppeok_of": ("{maker}'s 뻑", "the 뻑 of {maker}"),
+    "jjok": "  쪽 month {month}{steal}",
+    "ttadak": "  따닥 month {month}{steal}",
+    "no_steal": " (no steal)",
+    "sseul": "  쓸 by {seat}{extra}",
+    "sseul_points": " +{points} point",
+    "pi_stolen": "  {seat} takes {cards} from {victim} ({reasons})",
+    "nothing_stolen": ("-", "no 피 (none left)"),
+    "gukjin_converted": ("{seat} converts 국진 to 쌍피", "{seat} counts 국진 as a 쌍피"),
+    "gukjin_kept": ("{seat} keeps 국진 as 열끗", "{seat} keeps 국진 as a 열끗"),
+    "score": ("  score {seat}: {score}", "  {seat}: {score}"),
+    "went_go": ("{seat} goes ({count}고 at {base})", "{seat} goes: {count}고 at {base}"),
+    "stopped": ("{seat} stops at {base}{automatic}", "{seat} stops (스톱) at {base}{automatic}"),
+    "automatic": " (automatic)",
+    "instant_paid": (
+        "  {payer} pays {payee} {points} points ({reason})",
+        "  {payer} pays {payee} {points} at once ({reason})",
+    ),
+    "instant_win": (
+        "{seat} wins at once: {reason} ({points} points)",
+        "{seat} wins at once with {points} points: {reason}",
+    ),
+    "instant_loss": "{seat} loses at once: {reason}",
+    "nagari": ("나가리 ({reason})", "나가리: {reason}"),
+}
+"""The sentence of each event and of its optional parts: one for both voices, or the two side by side."""
+
+
+def _say(voice: Voice, key: str, **fields: object) -> str:
+    sentence = _SENTENCES[key]
+    return (sentence if isinstance(sentence, str) else sentence[voice.form]).format(**fields)
+
+
+def _if(voice: Voice, key: str, present: object) -> str:
+    """The optional part ``key`` where ``present``, else nothing."""
+    return _say(voice, key) if present else ""
+
+
+def event_line(e: ev.Event, voice: Voice | None = None) -> str:
+    """One line describing an event, in ``voice`` (the transcript's by default)."""
+    v = TRANSCRIPT if voice is None else voice
+    seat = v.seat
     if isinstance(e, ev.Dealt):
-        hands = " | ".join(f"seat {i}: {cards(h)}" for i, h in enumerate(e.hands))
-        carry = " ×2 carry" if e.carry else ""
-        return f"deal (선 seat {e.dealer}{carry}): {hands} | floor: {cards(e.floor)} | stock {e.stock_count}"
+        hands = " | ".join(f"{seat(i)}: {v.cards(h)}" for i, h in enumerate(e.hands))
+        return _say(v, "dealt", dealer=seat(e.dealer), carry=_if(v, "carry", e.carry), hands=hands,
+                    floor=v.cards(e.floor), stock=e.stock_count)
     if isinstance(e, ev.Redealt):
-        return f"redeal: {e.reason} month {e.month}"
+        return _say(v, "redealt", reason=v.explain(e.reason), month=e.month)
     if isinstance(e, ev.BonusCaptured):
-        rep = f", replaced by {card_code(e.replacement)}" if e.replacement != -1 or e.source == "hand" else ""
-        return f"seat {e.seat} takes bonus {card_code(e.card)} from {e.source}{rep}"
+        replaced = "" if e.replacement == HIDDEN and e.source != "hand" else (
+            _say(v, "replaced", card=v.card(e.replacement)) if e.replacement != HIDDEN
+            else _say(v, "replaced_unseen"))
+        return _say(v, "bonus", seat=seat(e.seat), card=v.card(e.card), source=e.source, replaced=replaced)
     if isinstance(e, ev.SatOut):
-        return f"seat {e.seat} sits out{' (forced)' if e.forced else ''}"
+        return _say(v, "sat_out", seat=seat(e.seat), forced=_if(v, "forced", e.forced))
     if isinstance(e, ev.JoinedRound):
-        return f"seat {e.seat} plays this round"
+        return _say(v, "joined", seat=seat(e.seat))
     if isinstance(e, ev.GwangSold):
-        return f"seat {e.seat} sells {cards(e.cards)} at {e.price} each"
+        return _say(v, "gwang_sold", seat=seat(e.seat), cards=v.cards(e.cards), price=e.price)
     if isinstance(e, ev.CardPlayed):
-        return f"seat {e.seat} plays {named(e.card)}{' shaking' if e.shake else ''}"
+        return _say(v, "played", seat=seat(e.seat), card=v.named(e.card), shaking=_if(v, "shaking", e.shake))
     if isinstance(e, ev.Shaken):
-        return f"seat {e.seat} 흔들기 month {e.month}: {cards(e.cards)}"
+        return _say(v, "shaken", seat=seat(e.seat), month=e.month, cards=v.cards(e.cards))
     if isinstance(e, ev.Bombed):
-        return f"seat {e.seat} 폭탄 month {e.month}: {cards(e.cards)} ({e.spare_flips} 빈 내기)"
+        return _say(v, "bombed", seat=seat(e.seat), month=e.month, cards=v.cards(e.cards), spare=e.spare_flips)
     if isinstance(e, ev.FlipOnlyUsed):
-        return f"seat {e.seat} uses a 빈 내기 ({e.spare_flips} left)"
+        return _say(v, "flip_only", seat=seat(e.seat), spare=e.spare_flips)
     if isinstance(e, ev.CardFlipped):
-        return f"seat {e.seat} flips {named(e.card)}"
+        return _say(v, "flipped", seat=seat(e.seat), card=v.named(e.card))
     if isinstance(e, ev.CardLaid):
-        return f"  {card_code(e.card)} lies on the floor"
+        return _say(v, "laid", card=v.card(e.card))
     if isinstance(e, ev.Captured):
-        return f"  seat {e.seat} captures {cards(e.cards)}"
+        return _say(v, "captured", seat=seat(e.seat), cards=v.cards(e.cards))
     if isinstance(e, ev.PpeokFormed):
-        return f"  뻑! seat {e.seat} stacks month {e.month}: {cards(e.cards)} (#{e.count})"
+        return _say(v, "ppeok", seat=seat(e.seat), month=e.month, cards=v.cards(e.cards), count=e.count)
     if isinstance(e, ev.PpeokRecaptured):
-        kind = "자뻑" if e.own else f"seat {e.maker}'s 뻑"
-        return f"  seat {e.seat} recaptures {kind} of month {e.month}"
+        stack = _say(v, "own_ppeok") if e.own else _say(v, "ppeok_of", maker=seat(e.maker))
+        return _say(v, "recaptured", seat=seat(e.seat), stack=stack, month=e.month)
     if isinstance(e, ev.Jjok):
-        return f"  쪽 month {e.month}{'' if e.steals else ' (no steal)'}"
+        return _say(v, "jjok", month=e.month, steal=_if(v, "no_steal", not e.steals))
     if isinstance(e, ev.Ttadak):
-        return f"  따닥 month {e.month}{'' if e.steals else ' (no steal)'}"
+        return _say(v, "ttadak", month=e.month, steal=_if(v, "no_steal", not e.steals))
     if isinstance(e, ev.Sseul):
-        extra = f" +{e.points} point" if e.points else ("" if e.steals else " (no steal)")
-        return f"  쓸 by seat {e.seat}{extra}"
+        extra = _say(v, "sseul_points", points=e.points) if e.points else _if(v, "no_steal", not e.steals)
+        return _say(v, "sseul", seat=seat(e.seat), extra=extra)
     if isinstance(e, ev.PiStolen):
-        return f"  seat {e.seat} takes {cards(e.cards)} from seat {e.victim} ({', '.join(e.reasons)})"
+        taken = v.cards(e.cards) if e.cards else _say(v, "nothing_stolen")
+        return _say(v, "pi_stolen", seat=seat(e.seat), cards=taken, victim=seat(e.victim),
+                    reasons=v.reasons(e.reasons))
     if isinstance(e, ev.GukjinDecided):
-        return f"seat {e.seat} {'converts 국진 to 쌍피' if e.converted else 'keeps 국진 as 열끗'}"
+        return _say(v, "gukjin_converted" if e.converted else "gukjin_kept", seat=seat(e.seat))
     if isinstance(e, ev.ScoreChanged):
-        parts = ", ".join(f"{n} {v}" for n, v in e.score.categories())
-        return f"  score seat {e.seat}: {e.total}" + (f" ({parts})" if parts else "")
+        return _say(v, "score", seat=seat(e.seat), score=v.score(e.total, e.score))
     if isinstance(e, ev.WentGo):
-        return f"seat {e.seat} goes ({e.count}고 at {e.base})"
+        return _say(v, "went_go", seat=seat(e.seat), count=e.count, base=e.base)
     if isinstance(e, ev.Stopped):
-        return f"seat {e.seat} stops at {e.base}{' (automatic)' if e.automatic else ''}"
+        return _say(v, "stopped", seat=seat(e.seat), base=e.base, automatic=_if(v, "automatic", e.automatic))
     if isinstance(e, ev.InstantPaid):
         p = e.payment
-        return f"  seat {p.payer} pays seat {p.payee} {p.points} points ({p.reason})"
+        return _say(v, "instant_paid", payer=seat(p.payer), payee=seat(p.payee), points=p.points,
+                    reason=v.term(p.reason))
     if isinstance(e, ev.InstantWin):
-        return f"seat {e.seat} wins at once: {e.reason} ({e.points} points)"
+        return _say(v, "instant_win", seat=seat(e.seat), reason=v.explain(e.reason), points=e.points)
     if isinstance(e, ev.InstantLoss):
-        return f"seat {e.seat} loses at once: {e.reason}"
+        return _say(v, "instant_loss", seat=seat(e.seat), reason=v.explain(e.reason))
     if isinstance(e, ev.Nagari):
-        return f"나가리 ({e.reason})"
+        return _say(v, "nagari", reason=v.explain(e.reason))
     if isinstance(e, ev.RoundSettled):
         return settlement_text(e.settlement)
     raise TypeError(f"unknown event {e!r}")  # pragma: no cover
@@ -272,3 +369,76 @@ def menu_text(action: Action, hand: Sequence[int] = ()) -> str:
     if isinstance(action, ChooseCapture):
         return f"capture {card_label(action.card)}"
     return action_text(action, hand)
+
+
+def card_names(cs: Iterable[int]) -> str:
+    """Everyday names of cards, joined by commas (``nothing`` for none)."""
+    return ", ".join(card_name(c) for c in cs) or "nothing"
+
+
+def score_text(score: Score) -> str:
+    """``score 5 = 광 3 + 피 2`` (``score 0``)."""
+    return f"score {score.total}" + (f" = {score_terms(score)}" if score.total else "")
+
+
+REASONS: Final[Mapping[str, str]] = {
+    "floor_four": "four of a month on the floor", "hand_four": "four of a month in a hand",
+    "chongtong": "총통 (four of a month in the starting hand)", "three_ppeok": "3뻑 (a third 뻑 in the round)",
+    "heodang": "허당 (turns on end without a capture)", "cards_exhausted": "the cards ran out",
+    "tied_scores": "tied scores when the cards ran out",
+}
+"""The reasons of redeals, instant wins and losses and 나가리, explained for a person."""
+
+
+def explain(reason: str) -> str:
+    """A reason explained for a person (``REASONS``), else its Korean term."""
+    return REASONS.get(reason, term(reason))
+
+
+def counted_terms(reasons: Sequence[str]) -> str:
+    """Korean terms of steal reasons, a repeated one counted: ``자뻑 ×2, 쓸``."""
+    counts: dict[str, int] = {}
+    for r in reasons:
+        counts[term(r)] = counts.get(term(r), 0) + 1
+    return ", ".join(t if n == 1 else f"{t} ×{n}" for t, n in counts.items())
+
+
+def seat_label(seat: int, names: Mapping[int, str]) -> str:
+    """``seat 1 (greedy)``: the seat's number and its name in ``names`` (``seat 1`` without one)."""
+    return f"seat {seat} {names.get(seat, '')}".rstrip()
+
+
+def _as_is(name: str) -> str:
+    return name
+
+
+def _seat_number(seat: int) -> str:
+    return f"seat {seat}"
+
+
+def _score_numbers(total: int, score: Score) -> str:
+    parts = ", ".join(f"{n} {v}" for n, v in score.categories())
+    return f"{total}" + (f" ({parts})" if parts else "")
+
+
+def _person_score(total: int, score: Score) -> str:
+    return score_text(score)
+
+
+TRANSCRIPT: Final = Voice(
+    form=0, seat=_seat_number, card=card_code, named=named, cards=cards, explain=_as_is, term=_as_is,
+    reasons=", ".join, score=_score_numbers,
+)
+"""The transcripts' voice (the golden files, the demo): seat numbers, card codes, the engine's names."""
+
+
+def person_voice(names: Mapping[int, str]) -> Voice:
+    """A person's voice: seats with their ``names``, everyday card names, Korean terms, reasons explained.
+
+    >>> event_line(ev.CardLaid(0, 40), person_voice({})), event_line(ev.CardLaid(0, 40))
+    ('  똥광 stays on the floor', '  11-gwang lies on the floor')
+    """
+    return Voice(
+        form=1, seat=lambda seat: seat_label(seat, names), card=card_name, named=card_name, cards=card_names,
+        explain=explain, term=term, reasons=counted_terms, score=_person_score,
+    )

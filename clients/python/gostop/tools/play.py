@@ -43,7 +43,17 @@ from gostop.engine import (
 )
 from gostop.engine import events as ev
 from gostop.engine.cards import GUKJIN, NAME, PI_VALUE, month_name
-from gostop.engine.render import card_name, event_line, menu_text, score_terms, term
+from gostop.engine.render import (
+    card_name,
+    card_names,
+    event_line,
+    explain,
+    menu_text,
+    person_voice,
+    score_text,
+    seat_label,
+    term,
+)
 from gostop.engine.rules import Rules
 from gostop.engine.scoring import Score, go_score
 from gostop.engine.settlement import Bill, Settlement
@@ -97,11 +107,6 @@ def _wrap_text(text: str, width: int = WIDTH, hang: int = 0) -> list[str]:
     indent = text[: len(text) - len(stripped)]
     lines = _wrap(indent, stripped.split(" "), width - hang, sep=" ")
     return lines[:1] + [" " * hang + line for line in lines[1:]]
-
-
-def _names(cards: Iterable[int]) -> str:
-    """Everyday names of cards, joined by commas (``nothing`` for none)."""
-    return ", ".join(card_name(c) for c in cards) or "nothing"
 
 
 def _grouped(cards: Iterable[int]) -> list[str]:
@@ -158,18 +163,13 @@ def _pile_lines(seat: SeatView, gukjin: str) -> list[str]:
     return lines
 
 
-def _score_text(score: Score) -> str:
-    """``score 5 = 광 3 + 피 2`` (``score 0``)."""
-    return f"score {score.total}" + (f" = {score_terms(score)}" if score.total else "")
-
-
 def _seat_head(seat: SeatView, view: View, names: dict[int, str]) -> list[str]:
     parts = [f"seat {seat.seat} {names.get(seat.seat, '')}".rstrip()]
     if seat.seat == view.dealer:
         parts.append("선")
     if not seat.active:
         return [*parts, "sitting out"]
-    parts.append(_score_text(seat.score))
+    parts.append(score_text(seat.score))
     if seat.gos:
         parts.append(f"{seat.gos}고")
     if seat.multiplier > 1:
@@ -252,7 +252,7 @@ def _takes(view: View, month: int, with_three: bool = False) -> str:
         return "stays on the floor"
     if len(same) == 2 and not with_three:
         return f"takes {card_name(same[0])} or {card_name(same[1])} (you choose)"
-    taken = f"takes {_names(same)}"
+    taken = f"takes {card_names(same)}"
     stack = next((s for s in view.stacks if s.month == month), None)
     if stack is not None and stack.maker >= 0:
         own = stack.maker == view.viewer
@@ -303,100 +303,16 @@ def _names_in(text: str, names: dict[int, str]) -> str:
     return text
 
 
-def _seat(seat: int, names: dict[int, str]) -> str:
-    return f"seat {seat} {names.get(seat, '')}".rstrip()
-
-
-def _counted(reasons: Sequence[str]) -> str:
-    """Korean terms of steal reasons, a repeated one counted: ``자뻑 ×2, 쓸``."""
-    counts: dict[str, int] = {}
-    for r in reasons:
-        counts[term(r)] = counts.get(term(r), 0) + 1
-    return ", ".join(t if n == 1 else f"{t} ×{n}" for t, n in counts.items())
-
-
-_REASONS = {
-    "floor_four": "four of a month on the floor", "hand_four": "four of a month in a hand",
-    "chongtong": "총통 (four of a month in the starting hand)", "three_ppeok": "3뻑 (a third 뻑 in the round)",
-    "heodang": "허당 (turns on end without a capture)", "cards_exhausted": "the cards ran out",
-    "tied_scores": "tied scores when the cards ran out",
-}
-
-
 def _event_text(event: ev.Event, names: dict[int, str]) -> str | None:
-    """One event as a person reads it: seats by name, cards by everyday name, Korean terms."""
-    def who(seat: int) -> str:
-        return _seat(seat, names)
-
-    e = event
-    if isinstance(e, ev.Dealt):
-        return f"* new deal: 선 {who(e.dealer)}" + (", ×2 carry" if e.carry else "") + f", stock {e.stock_count}"
-    if isinstance(e, ev.Redealt):
-        return f"redeal: {_REASONS.get(e.reason, e.reason)} (month {e.month})"
-    if isinstance(e, ev.BonusCaptured):
-        rep = "" if e.replacement == -1 and e.source != "hand" else \
-            f", replaced by {card_name(e.replacement)}" if e.replacement >= 0 else ", replaced from the stock (unseen)"
-        return f"{who(e.seat)} takes {card_name(e.card)} from the {e.source}{rep}"
-    if isinstance(e, ev.SatOut):
-        return f"{who(e.seat)} sits out{' (forced)' if e.forced else ''}"
-    if isinstance(e, ev.JoinedRound):
-        return f"{who(e.seat)} plays this round"
-    if isinstance(e, ev.GwangSold):
-        return f"{who(e.seat)} sells {_names(e.cards)} at {e.price} each (광팔기)"
-    if isinstance(e, ev.CardPlayed):
-        return f"{who(e.seat)} plays {card_name(e.card)}{' shaking (흔들기)' if e.shake else ''}"
-    if isinstance(e, ev.Shaken):
-        return f"{who(e.seat)} 흔들기 month {e.month}: {_names(e.cards)}"
-    if isinstance(e, ev.Bombed):
-        return f"{who(e.seat)} 폭탄 month {e.month}: {_names(e.cards)} ({e.spare_flips} 빈 내기)"
-    if isinstance(e, ev.FlipOnlyUsed):
-        return f"{who(e.seat)} uses a 빈 내기 ({e.spare_flips} left)"
-    if isinstance(e, ev.CardFlipped):
-        return f"{who(e.seat)} flips {card_name(e.card)}"
-    if isinstance(e, ev.CardLaid):
-        return f"  {card_name(e.card)} stays on the floor"
-    if isinstance(e, ev.Captured):
-        return f"  {who(e.seat)} takes {_names(e.cards)}"
-    if isinstance(e, ev.PpeokFormed):
-        return f"  뻑! {who(e.seat)} stacks month {e.month}: {_names(e.cards)} (#{e.count})"
-    if isinstance(e, ev.PpeokRecaptured):
-        kind = "자뻑" if e.own else f"the 뻑 of {who(e.maker)}"
-        return f"  {who(e.seat)} takes {kind} of month {e.month}"
-    if isinstance(e, ev.Jjok):
-        return f"  쪽 month {e.month}{'' if e.steals else ' (no steal)'}"
-    if isinstance(e, ev.Ttadak):
-        return f"  따닥 month {e.month}{'' if e.steals else ' (no steal)'}"
-    if isinstance(e, ev.Sseul):
-        extra = f" +{e.points} point" if e.points else ("" if e.steals else " (no steal)")
-        return f"  쓸 by {who(e.seat)}{extra}"
-    if isinstance(e, ev.PiStolen):
-        taken = _names(e.cards) if e.cards else "no 피 (none left)"
-        return f"  {who(e.seat)} takes {taken} from {who(e.victim)} ({_counted(e.reasons)})"
-    if isinstance(e, ev.GukjinDecided):
-        return f"{who(e.seat)} {'counts 국진 as a 쌍피' if e.converted else 'keeps 국진 as a 열끗'}"
-    if isinstance(e, ev.ScoreChanged):
-        return f"  {who(e.seat)}: {_score_text(e.score)}"
-    if isinstance(e, ev.WentGo):
-        return f"{who(e.seat)} goes: {e.count}고 at {e.base}"
-    if isinstance(e, ev.Stopped):
-        return f"{who(e.seat)} stops (스톱) at {e.base}{' (automatic)' if e.automatic else ''}"
-    if isinstance(e, ev.InstantPaid):
-        p = e.payment
-        return f"  {who(p.payer)} pays {who(p.payee)} {p.points} at once ({term(p.reason)})"
-    if isinstance(e, ev.InstantWin):
-        return f"{who(e.seat)} wins at once with {e.points} points: {_REASONS.get(e.reason, term(e.reason))}"
-    if isinstance(e, ev.InstantLoss):
-        return f"{who(e.seat)} loses at once: {_REASONS.get(e.reason, term(e.reason))}"
-    if isinstance(e, ev.Nagari):
-        return f"나가리: {_REASONS.get(e.reason, e.reason)}"
-    if isinstance(e, ev.RoundSettled):
-        return None  # the settlement screen explains it
-    return _names_in(event_line(e), names)  # an event this screen does not know yet
+    """One event as a person reads it (``render.person_voice``); none for the settlement, which has its screen."""
+    if isinstance(event, ev.RoundSettled):
+        return None
+    return event_line(event, person_voice(names))
 
 
 def _by_seat(head: str, values: Sequence[int], viewer: int, names: dict[int, str]) -> list[str]:
     """``head`` then ``you -9, seat 1 (greedy) +9`` (a signed number per seat), wrapped between seats."""
-    items = [f"{'you' if s == viewer else _seat(s, names)} {v:+d}" for s, v in enumerate(values)]
+    items = [f"{'you' if s == viewer else seat_label(s, names)} {v:+d}" for s, v in enumerate(values)]
     return _wrap(head, [*(f"{i}," for i in items[:-1]), items[-1]], sep=" ")
 
 
@@ -409,7 +325,7 @@ class _Speaker:
     def __call__(self, seat: int, verb: str = "", third: str = "") -> str:
         """The seat, then ``verb`` conjugated (``third``: its third-person form, default verb + s)."""
         you = seat == self.viewer
-        name = "you" if you else _seat(seat, self.names)
+        name = "you" if you else seat_label(seat, self.names)
         if not verb:
             return name
         return f"{name} {verb if you else third or verb + 's'}"
@@ -425,11 +341,11 @@ def _outcome_text(s: Settlement, view: View, say: _Speaker) -> str:
     if s.outcome == "best_score":
         return f"{w} with the best score ({s.base}) when the cards ran out"
     if s.outcome == "instant_win":
-        return f"{w} at once: {_REASONS.get(s.reason, term(s.reason))}"
+        return f"{w} at once: {explain(s.reason)}"
     if s.outcome == "instant_loss":
         losers = [seat.seat for seat in view.seats if seat.ppeok >= 3 and seat.seat != s.winner]
         loser = say(losers[0], "lose") if losers else "a seat loses"
-        return f"{loser} at once, {_REASONS.get(s.reason, term(s.reason))}; {say(s.winner, 'win')} with {s.base}"
+        return f"{loser} at once, {explain(s.reason)}; {say(s.winner, 'win')} with {s.base}"
     return f"{w} ({s.outcome}, {s.reason})"
 
 
@@ -574,7 +490,7 @@ def settlement_screen(view: View, match: MatchSummary, names: dict[int, str]) ->
         for bill in s.bills:
             lines += _bill_lines(s, bill, view, say)
     else:
-        lines.append(f"나가리: nobody wins ({_REASONS.get(s.reason, s.reason)})"
+        lines.append(f"나가리: nobody wins ({explain(s.reason)})"
                      + ("; the next round counts double" if s.carry_next else ""))
     if s.payments:
         lines.append("paid at once during the round:")
@@ -733,7 +649,7 @@ def play(client: GostopClient, game: Game, seat: int, screen: _Screen) -> int:
                     screen.say("the game moved on meanwhile: look again")
                 continue
             if msg.to_move != waiting_for and msg.to_move >= 0:
-                screen.say(f"... {_seat(msg.to_move, screen.names)} to move")
+                screen.say(f"... {seat_label(msg.to_move, screen.names)} to move")
                 waiting_for = msg.to_move
             while True:  # until the game moves on
                 item = feed.peek(1.0)
@@ -751,8 +667,8 @@ def _match_over(match: MatchSummary, viewer: int, names: dict[int, str]) -> str:
     """The last line of a match: who won it (most points), and the money if the match had a point value."""
     best = max(match.points)
     leaders = [s for s, p in enumerate(match.points) if p == best]
-    who = "you win" if leaders == [viewer] else f"{_seat(leaders[0], names)} wins" if len(leaders) == 1 else \
-        "a draw between " + " and ".join("you" if s == viewer else _seat(s, names) for s in leaders)
+    who = "you win" if leaders == [viewer] else f"{seat_label(leaders[0], names)} wins" if len(leaders) == 1 else \
+        "a draw between " + " and ".join("you" if s == viewer else seat_label(s, names) for s in leaders)
     text = f"match over: {who} the match" if len(leaders) == 1 else f"match over: {who}"
     if any(match.money):
         return "\n".join([text, *_by_seat("money: ", match.money, viewer, names)])
