@@ -114,11 +114,9 @@ def check(state: State, action: Action, seat: int | None = None) -> None:
     action_id(action)  # raises MalformedAction for a malformed action
     if seat is not None and seat != state.to_move:
         raise NotYourTurn(f"it is seat {state.to_move}'s turn, not seat {seat}'s")
-    # ``action in legal_actions(state)``, without listing them where the phase's actions are few.
-    if phase is Phase.PLAY and type(action) is PlayCard and not getattr(action, "shake"):  # noqa: B009
-        if action.card in state.seats[state.to_move].hand:
-            return
-    elif phase is Phase.CHOOSE_HAND or phase is Phase.CHOOSE_FLIP:
+    # ``action in legal_actions(state)``, without listing them where the phase's actions are few
+    # (a plain play of a held card returned above: one that reaches here is looked up in the list).
+    if phase is Phase.CHOOSE_HAND or phase is Phase.CHOOSE_FLIP:
         if type(action) is ChooseCapture and action.card in choice_cards(state):
             return
     elif phase in _PAIRS:
