@@ -1,39 +1,9 @@
 """What the opponents' plays say about their hidden hands: a posterior to sample from.
 
-A uniform determinization treats every unknown card as equally likely to sit in an
-opponent's hand. But an opponent's plays are public (``View.plays``: who played what, on
-which floor), and most players are predictable: a player who lays a card down while holding
-a card that captures a 광 on the floor is rare. ``Belief`` models every opponent as the
-``greedy`` heuristic with noise —
-
-    P(play a | hand H) = (1 − noise) · exp(β·v(a)) / Σ_{b ∈ A(H)} exp(β·v(b)) + noise / |A(H)|
-
-where A(H) is every play greedy had with hand H (each card, the 흔들기 and 폭탄 of a month
-held three times), v is greedy's own value of each (``greedy.Situation``) on a view rebuilt
-from the ``PlayRecord`` (the floor and piles the play was decided on, the shakes made by
-then), and H is the hand the opponent held then: its hidden cards now, its revealed cards,
-and the cards it played or bombed since. Greedy's value of a card depends on the rest of the
-hand only through how many cards of its month the hand holds (see ``_Observation``), so the
-values are computed once per play and every hand's likelihood is a table look-up: the model
-is greedy's exact decision, not a per-card approximation. Greedy breaks ties by the lower
-action id, and so does the model. With the true hand it names the play greedy made for about
-99.5% of the plays of greedy-vs-greedy rounds; the noise term keeps it honest against players
-that are not greedy (a human, another search bot): no hand is ever ruled out.
-
-The posterior over the opponents' hidden cards (the product of these likelihoods over
-their past plays, times the uniform prior) is sampled by a Metropolis chain whose moves
-swap one hidden card of an opponent with another unknown card (another opponent's, or the
-stock's). The samples fix the opponents' hands; ``engine.determinize.determinize`` draws
-the stock order around them, so every sample is consistent with the view.
-
-Approximations (the model is a likelihood, not a replay): the piles at the time of a play
-are the first cards of today's piles (a later 피 steal shifts them), 뻑 stacks are taken
-from the floor, 폭탄 and 빈 내기 plays are not scored themselves, a 빈 내기 is never among
-the alternatives, and bonus-card replacements drawn after a play count as held before it.
-
-Measured on 798 positions of greedy-vs-greedy rounds (standard, 2 players): the samples put
-42.3% of the opponent's hidden cards in its hand, against 30.2% for uniform samples and
-37.9% for the earlier per-card approximation of greedy's values (β = 3, noise 0.05).
+``Belief`` models every opponent as ``greedy`` with noise, weighs its possible hands by the public
+plays it made (``View.plays``) and samples them with a Metropolis chain; the stock order is drawn
+around them, so every sample is consistent with the view. The model and its approximations:
+docs/bot-strength.md ("How the bots decide").
 """
 
 from __future__ import annotations

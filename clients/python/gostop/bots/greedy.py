@@ -1,68 +1,9 @@
 """A one-ply heuristic player: every legal action gets a value, the highest wins.
 
-``GreedyBot`` reads only its seat's view. It is deterministic: equal values are broken
-by the lower action id. The value of an action is built from the terms below (all
-weights are module constants, named in capitals).
-
-Card value for a seat (``gain``): what capturing one card is worth to that seat.
-
-* **immediate points**: the exact rise of the seat's base score (``engine.score`` of the
-  pile with and without the card), weight ``IMMEDIATE``. This counts a completed
-  고도리/홍단/청단/초단, a third 광, a fifth 열끗 or 띠, the 10th 피 and every later one.
-* **kind value**: a base worth per kind (``KIND_BASE``: 광 > 열끗 = 띠 > 피), raised by how
-  close the seat's pile is to scoring with that kind: 광 by ``GWANG_STEP`` per 광 held
-  (3 are needed), 열끗 and 띠 by ``COUNT_STEP`` per card held up to 4 (5 are needed),
-  피 by ``PI_STEP`` per 피 point held up to 9 (10 are needed), times the card's 피 value
-  (쌍피 2, 쓰리피 3, converted 국진 2).
-* **set progress**: for a card of 고도리 (5 points) or a 단 (3 points) whose set is still
-  alive for the seat (no card of it in another pile), ``SET_PROGRESS[h]`` × the set's
-  points, where h is how many of the set the seat already holds (0 or 1; holding 2, the
-  card completes the set and the immediate term already counts it).
-* **박 escapes**: a first 광 (avoids 광박) is worth ``GWANG_BAK``; 피 that lift the pile
-  above the 피박 limit are worth ``PI_BAK``.
-
-Denial (``threat``): what an opponent would lose if we took the card, counted with weight
-``DENY``: the points of an alive set it holds two of (one of: ``THREAT_ONE`` × points), a
-third 광 (``THREAT_GWANG``) when it holds two, a fifth 열끗/띠 when it holds four, and the
-피 value of a 피 when it is at 8 피 or more. A capture is worth ``gain(me) + DENY ×
-max(threat over opponents)`` per captured card.
-
-Playing a card:
-
-* **capture** (one, two or three floor cards of the month): ``CAPTURE_BONUS`` plus the
-  capture value of the played card and of the floor card(s) taken (the better one when two
-  lie there; all three of a stack, plus ``STEAL`` per 피 a 뻑 recapture steals). A single
-  floor card risks a 뻑 if the flip is of the same month: the value is scaled by
-  ``1 - P(flip of the month)``, estimated as unseen cards of the month / unseen cards.
-  Two floor cards may become a 따닥: its chance adds the other card and a steal.
-* **laying down** (no floor card of the month): minus the danger of feeding the next
-  player: ``P(an opponent holds the month)`` (from the unseen cards of the month and the
-  opponents' hidden hand sizes, 1 for a revealed card) × (the card's value to that
-  opponent + ``LAY_LOSS`` × its value to us). A card whose month we hold again is a set-up
-  for our next turn: ``PAIR_SETUP`` × its value × ``(1 - P)``. The 쪽 chance (the flip
-  is of the month) adds the card, one steal and the flip.
-* **흔들기**: ``SHAKE_BONUS`` on top of the plain play of the same card (it doubles what we
-  win; it reveals two cards, which costs little: we shake whenever we may).
-* **폭탄**: the four cards, a steal and ``BOMB_BONUS`` (×2 and two 빈 내기): usually chosen.
-* **빈 내기** (flip only): ``FLIP_ONLY``, a little above zero: better than laying a card
-  that feeds the opponent, worse than any capture.
-
-Choosing between two floor cards: the higher capture value (denial included).
-
-국진: convert when it raises the base score now; keep when converting lowers it;
-otherwise convert when the 피 pile (after +2) is relatively closer to 10 than the 열끗
-count (with 국진) is to 5, or when our 피 is at the 피박 limit and an opponent is near a
-stop.
-
-Go / stop: the *danger* of an opponent is its base score plus the points of its
-near-complete alive sets (two of three held), a third 광 when it holds two, 1 for 8+ 피, 1
-for four 열끗 or 띠. We go only when the largest danger is at most ``(T - 1) // 2``
-(T: the go threshold), we have at least ``GO_MIN_TURNS`` turns left, and fewer than
-``GO_MAX`` goes; otherwise we stop. (On one's own last action the engine stops for us.)
-
-Four players: sit out when the hand's strength (static card worth plus ``SIT_MATCH``
-per card matching the floor) is below ``SIT_OUT_BELOW``; a forced-out seat always sells its
-광/쌍피 (광팔기: points for nothing). Joining otherwise.
+``GreedyBot`` reads only its seat's view and is deterministic (equal values go to the lower action
+id). A value adds what the cards taken are worth to the seat, what taking them denies the
+opponents and the risk of feeding them; the weights are the module's constants, in capitals.
+The terms are explained in docs/bot-strength.md ("How the bots decide").
 """
 
 from __future__ import annotations

@@ -1,62 +1,12 @@
 """Information-set Monte Carlo search: determinized sampling of the bot's information set.
 
-Two search modes share the same parts; ``mode="flat"`` (the default) measured stronger at a
-budget of a few hundred iterations per decision.
-
-The parts:
-
-* **Determinize**: every iteration samples the hidden cards (other hands, stock order)
-  uniformly among those consistent with the bot's view (``engine.determinize.determinize``):
-  the bot never sees anything its seat may not see. With ``infer`` (the default) the
-  opponents' hidden hands are drawn instead from ``belief.Belief``, a posterior that models
-  each opponent as ``greedy`` with noise and weighs hands by the public plays it made
-  (``View.plays``); the stock is still drawn uniformly around them. On its own it measured
-  no better against ``greedy`` (53.7% of 1,000 rounds at 600 iterations, 52.7% without it on
-  the first 300 of them); with ``reply_depth=1`` (below) the pair measured 55.6%. The model
-  is greedy's exact decision (sharp: β = 30, noise 0.01); it places more of the hidden cards
-  right than the earlier per-card approximation (42% against 38%; uniform: 30%), which did
-  not move the win rate measurably (55.3% against 56.0% on the same 300 rounds).
-* **Roll out** to the end of the round with a fast default policy on an in-place
-  ``engine.Playout`` (no views, no events, no frozen states): a one-ply capture
-  heuristic with dynamic set/denial worth (see ``rollout_action``) that always stops at
-  go/stop; ``epsilon`` adds random moves (0 by default: deterministic rollouts compare
-  actions best with common random numbers).
-* **Opponent replies** (``reply_depth`` > 0, flat mode): in every rollout the opponents' first
-  ``reply_depth`` plays are chosen by the ``greedy`` heuristic on the sampled position (the
-  opponent model of ``belief``) instead of the cheap policy: a sharper prediction of how the
-  floor the bot leaves will be answered, for about 40% more time per rollout. Default 1.
-* **Reward** per seat: +1 for the winner, −1 for the losers, 0 for everyone in a 나가리,
-  plus ``points_weight`` × clip(net points / ``points_scale``, ±1). The win/loss term
-  dominates (what wins rounds); the points term breaks ties between equally winning lines
-  and lowers the variance. The search decides go/stop itself: a stop is a sure win, so the
-  bot goes only when the sampled continuations make going worth more.
-
-``mode="flat"`` (root information set, sequential halving, common random numbers): each
-determinization, with one rollout seed, is played out after *every* surviving root action,
-so the actions are compared on the same hidden cards and the same rollout decisions (the
-paired difference has a far smaller variance than independent samples). The budget is split
-into ⌈log2 k⌉ phases; after each, the worse half of the actions (by mean reward + prior) is
-dropped. The answer is the best surviving action by mean reward plus a *prior*: greedy's
-values (``GreedyBot``'s heuristic) scaled to [−``prior_weight``, 0], so the samples override
-the heuristic only when they disagree by more than that margin.
-
-``mode="uct"`` (single-observer ISMCTS): one tree whose edges are action ids; at each node
-only the actions legal in the current sample are candidates and each candidate's
-availability count is raised (UCB1 uses it in place of the parent's visits); every seat picks
-by UCB1 on its own reward (opponents choose on the sample, the usual single-tree
-simplification); one untried action is expanded per iteration (in rollout-policy order);
-then the rollout and the back-up. The answer is the most visited root action.
-
-A decision with a single legal action returns at once. The budget is per decision:
-``iterations`` (rollouts), ``millis`` (wall-clock, ``time.perf_counter``) and/or
-``cpu_millis`` (the thread's CPU time, ``time.thread_time``, belief set-up included); the
-first one reached ends the search (see ``Budget``), and so does ``cancel()`` from another
-thread (a caller past its deadline: the search ends at its next batch). A CPU budget is the one to use under a
-per-decision time rule: it does not shrink when other processes share the machine, and a
-decision does not run past it. It is the default (``DEFAULT_CPU_MILLIS``, 180 ms): over the
-9,351 searches of 1,000 rounds against ``greedy``, 179 ms of CPU on average and 189 ms at
-most, about 920 iterations each (400 iterations, the earlier default, took 117 ms on average
-and up to 218 ms). Give ``iterations`` for results that do not depend on the machine.
+Every iteration samples the hidden cards consistently with the bot's view (or, with ``infer``,
+from ``belief.Belief``), plays each candidate out on ``engine.Playout`` with a cheap policy (the
+opponents' first replies by ``greedy``) and scores the round. ``mode="flat"`` (the default)
+compares the root actions on common samples by sequential halving; ``mode="uct"`` grows one
+tree. The budget per decision is the first of ``iterations``, ``millis`` and ``cpu_millis`` (the
+default, ``DEFAULT_CPU_MILLIS``), or ``cancel()``. The design: docs/bot-strength.md ("How the bots
+decide").
 """
 
 from __future__ import annotations

@@ -1,55 +1,16 @@
 """Go-Stop as an OpenSpiel game (``python_gostop``), and OpenSpiel's own ISMCTS as a bot of ours.
 
-Importing this module registers the game with OpenSpiel (``pyspiel.register_game``), so that
-OpenSpiel's algorithms, evaluation tools and tests run on it unmodified::
+Importing this module registers the game (``pyspiel.register_game``)::
 
     import pyspiel
     import gostop.env.openspiel  # registers python_gostop
     game = pyspiel.load_game("python_gostop(preset=classic,players=3)")
 
-**Parameters.** ``preset`` (``standard``, ``simple``, ``classic``, ``house``, ``arcade``),
-``players`` (2, 3 or 4; 0: the preset's default table size), ``returns`` (``points``: the
-round's settlement points of each seat, instant payments included; ``win_loss``: +1 for the
-winner, −1/(active seats − 1) for each other active seat, 0 for everyone in a 나가리 and for a
-seat sitting out), and ``rules``, a JSON object of ``Rules.to_dict`` that replaces the preset (any
-rule set the engine accepts). One OpenSpiel game is one round. Both kinds of returns are
-zero-sum.
-
-**Chance.** Everything random is an explicit chance node with card ids as outcomes (OpenSpiel's
-``EXPLICIT_STOCHASTIC``):
-
-- the deal: the dealer (선) first when the rules draw it (``first_leader = seeded``; outcomes
-  are seat numbers), then the floor and every hand card by card, each uniform among the cards
-  not dealt yet;
-- the stock, lazily: a card leaves the stock only when the rules take it (a flip, or the
-  replacement of a bonus card), and it is chosen by chance just before, uniform among the cards
-  still in the stock. A player's action that flips is applied once the flip is known: the state
-  after the action is a chance node (the flip, and one more card per bonus card flipped past)
-  and the action completes with the last of them. Bonus cards dealt to the floor or to a hand
-  are replaced the same way when the deal completes;
-- a redeal (four of a month on the floor, or in a hand where 총통 is off) deals again by chance,
-  as the engine's own deal does, so deals are uniform among the playable ones.
-
-The rules themselves are the engine's: every action goes through ``engine.Playout`` (the
-same step functions as ``engine.apply``), and the stable action ids are OpenSpiel's actions
-(``num_distinct_actions`` = 252; ``legal_actions`` ascending).
-
-**What a player knows.** Strings and tensors are built from ``engine.view`` (what the seat may
-know: never another hand beyond the cards 흔들기 revealed, nor the stock order, nor a card chance
-fixed but the rules did not turn yet). The observation is the position; the information state
-adds the public history of plays (``View.plays``) and the step count (perfect recall: the rest of
-the history is in the piles, which keep the order cards arrived in). Tensor pieces (``Observer``
-below names and shapes them): ``player``, ``hands`` (the observer's hand; revealed cards of
-others), ``floor``, ``captured``, ``turn`` (cards of the turn in progress), ``phase``, ``to_move``,
-``dealer``, ``seats`` (per seat: the ``SEAT_FIELDS``), ``table`` (stock left, 국진, ×2 carry,
-goes so far) and, for the information state, ``plays`` (seat and play of every play so far).
-
-**The reference bot.** ``IsmctsBot`` plays OpenSpiel's ``ISMCTSBot``
-(``open_spiel.python.algorithms.ismcts``, Cowling, Powley and Whitehouse 2011) with random
-rollouts (``mcts.RandomRolloutEvaluator``) on this game, under the same per-decision budget as our
-``mcts`` (``gostop.bots.mcts.Budget``: CPU milliseconds of the deciding thread by default). It is a
-bot spec like any other: ``gostop tournament --bots mcts,gostop.env.openspiel:IsmctsBot`` or
-``python -m bench.ismcts``.
+One game is one round; chance (the deal, every card the stock gives) is explicit, actions are the
+engine's stable action ids, and a player's strings and tensors come from its ``engine.View``.
+``IsmctsBot`` is OpenSpiel's ``ISMCTSBot`` under our bots' budget, a bot spec like any other
+(``gostop.env.openspiel:IsmctsBot``). Parameters, chance, tensors and the bot: docs/research.md
+("OpenSpiel").
 """
 
 from __future__ import annotations
