@@ -101,7 +101,7 @@ class Metrics:
         )
 
         # --- bot seats (pushes by service.games.Games; the decisions are the bot workers', see
-        # gostop.tools.botworker, which registers its own metrics in the registry it is given)
+        # gostop.service.programs.botworker, which registers its own metrics in the registry it is given)
         self.bot_push_failures = Counter(
             "gostop_bot_turn_push_failures_total",
             "Bot turns whose push to the bot queue failed after the commit (each is retried).", registry=r,

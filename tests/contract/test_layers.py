@@ -1,8 +1,10 @@
-"""Layers import only downwards: engine <- wire <- service | client <- bots <- env <- tools.
+"""Layers import only downwards: engine <- wire <- service | client <- bots <- env <- tools, and the
+service's programs (``gostop serve``, the bot worker: clients of its API) above service, client and bots.
 
 Every import of our own modules (at the top of a module or inside a function) is read from the
 source and checked against the layer table below (README.md shows it), and no two of our modules
-may import each other in a circle. The modules are those of the ``gostop`` namespace, read from
+may import each other in a circle. In the service's core, only its two ports and the status mapping
+speak a transport (import gRPC or Connect). The modules are those of the ``gostop`` namespace, read from
 the folders pyproject.toml maps it to.
 """
 
@@ -26,6 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine", ("gostop.engine",)),
     ("wire", (GENERATED, "gostop.wire")),
     ("service", ("gostop.service",)),
+    ("programs", ("gostop.service.programs",)),
     ("client", ("gostop.client",)),
     ("bots", ("gostop.bots",)),
     ("env", ("gostop.env",)),
@@ -35,11 +38,19 @@ MAY_IMPORT: dict[str, set[str]] = {
     "engine": {"engine"},
     "wire": {"engine", "wire"},
     "service": {"engine", "wire", "service"},
+    "programs": {"engine", "wire", "service", "client", "bots", "programs"},
     "client": {"engine", "wire", "client"},
     "bots": {"engine", "bots"},
     "env": {"engine", "bots", "env"},
-    "tools": {"engine", "wire", "service", "client", "bots", "env", "tools"},
+    "tools": {"engine", "wire", "service", "client", "bots", "env", "programs", "tools"},
 }
+TRANSPORTS = frozenset({"grpc", "grpc_status", "connectrpc", "grpc_health", "grpc_reflection"})
+"""Top-level import names of the transports' libraries."""
+TRANSPORT_MODULES = frozenset({"gostop.service.server", "gostop.service.http", "gostop.service.status"})
+"""The modules of the service's core that may import a transport: the gRPC servicer, the HTTP port
+(Connect, gRPC-Web) and the mapping of the core's errors to their statuses. The rest of the core
+(games, repository, the per-call wrapper, stores, metrics, config...) is transport-free. The
+programs are clients of the API and speak it as ``gostop.client`` does."""
 ENGINE_PUBLIC = frozenset(f"gostop.engine{m}" for m in (
     "", ".actions", ".cards", ".determinize", ".errors", ".events", ".match", ".observer", ".play", ".render",
     ".rng", ".rules", ".scoring", ".serialize", ".settlement", ".state", ".testing", ".views",
@@ -156,6 +167,27 @@ def engine_reach_ins(imports: dict[str, set[str]]) -> list[str]:
     return out
 
 
+def third_party_imports() -> dict[str, set[str]]:
+    """Every module of ours -> the top-level names of the other packages it imports, anywhere in its source."""
+    out: dict[str, set[str]] = {}
+    for module, path in modules():
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names.add(node.module.split(".")[0])
+        out[module] = names - {"gostop", *OLD_NAMES}
+    return out
+
+
+def transport_imports(imports: dict[str, set[str]]) -> list[str]:
+    """Imports of a transport's library by a module of the service's core other than ``TRANSPORT_MODULES``."""
+    return [f"{module} imports {name}" for module, names in sorted(imports.items())
+            if layer_of(module) == "service" and module not in TRANSPORT_MODULES
+            for name in sorted(names & TRANSPORTS)]
+
+
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Every import circle (as the strongly connected components of more than one module)."""
     index: dict[str, int] = {}
@@ -197,6 +229,29 @@ def test_every_import_goes_down_the_layers() -> None:
 
 def test_nothing_outside_the_engine_imports_its_internals() -> None:
     assert engine_reach_ins(imported_names()) == []
+
+
+def test_only_the_ports_of_the_service_speak_a_transport() -> None:
+    assert transport_imports(third_party_imports()) == []
+
+
+def test_the_transport_modules_exist_and_speak_one() -> None:
+    imports = third_party_imports()
+    assert sorted(m for m in TRANSPORT_MODULES if not imports.get(m, set()) & TRANSPORTS) == []
+
+
+@pytest.mark.parametrize(("module", "name"), [
+    ("gostop.service.games", "grpc"),  # the core speaking gRPC
+    ("gostop.service.calls", "connectrpc"),  # the per-call wrapper speaking Connect
+    ("gostop.service.metrics", "grpc_health"),
+    ("gostop.service.config", "grpc_reflection"),
+    ("gostop.service.errors", "grpc_status"),
+])
+def test_the_check_catches_a_transport_in_the_core(module: str, name: str) -> None:
+    imports = third_party_imports()
+    assert module in imports
+    imports[module] = imports[module] | {name}
+    assert transport_imports(imports), f"{module} -> {name} was not caught"
 
 
 def test_the_public_engine_modules_exist() -> None:
@@ -246,6 +301,10 @@ def test_no_import_circles() -> None:
     ("gostop.env.aec", "gostop.client"),  # an environment depending on the transport
     ("gostop.bots.greedy", "gostop.env.observation"),  # a bot depending on the research environments
     ("gostop.service.games", "gostop.tools.cli"),  # the service depending on the command line
+    ("gostop.service.server", "gostop.service.programs.botworker"),  # the service's core importing a program
+    ("gostop.service.games", "gostop.service.programs.serve"),
+    ("gostop.service.programs.serve", "gostop.tools.cli"),  # a program depending on the command line
+    ("gostop.service.programs.botworker", "gostop.env.observation"),  # a program depending on the environments
 ])
 def test_the_check_catches_an_upward_import(module: str, target: str) -> None:
     edges = graph()

@@ -54,9 +54,10 @@ from prometheus_client import CollectorRegistry
 from gostop.service import config as server_config
 from gostop.service.calls import SERVICE
 from gostop.service.metrics import Metrics
+from gostop.service.programs import botworker
+from gostop.service.programs.botworker import OUTCOMES, WorkerMetrics
 from gostop.service.workers import worker_env
-from gostop.tools import botworker, ladder
-from gostop.tools.botworker import OUTCOMES, WorkerMetrics
+from gostop.tools import ladder
 from gostop.v1 import game_pb2 as pb
 
 # Not in make check: the chart and the Dockerfile, with helm, kubeconform and hadolint.
@@ -1115,7 +1116,7 @@ def browse(port: int) -> None:
 
 
 def worker_reads() -> set[str]:
-    """The environment variables `gostop bots serve` reads: its own (gostop.tools.botworker) and the
+    """The environment variables `gostop bots serve` reads: its own (gostop.service.programs.botworker) and the
     server's settings, which it loads with service/config.py."""
     source = Path(botworker.__file__).read_text()
     own = set(re.findall(r'os\.environ\.get\("(GOSTOP_\w+)"', source))
@@ -1364,7 +1365,7 @@ def exported_series(registry: CollectorRegistry | None = None) -> set[str]:
 @pytest.mark.parametrize("variant", [ALL, BOTS], ids=lambda v: v.name)
 def test_alerts_are_valid_promql_over_exported_metrics(variant: Variant) -> None:
     """Every alert parses as PromQL and reads series its target exports, under the job label its
-    ServiceMonitor gives: the server's, or the bot workers' (gostop.tools.botworker.WorkerMetrics)."""
+    ServiceMonitor gives: the server's, or the bot workers' (gostop.service.programs.botworker.WorkerMetrics)."""
     rules = [r for g in one(variant, "PrometheusRule")["spec"]["groups"] for r in g["rules"]]
     alerts = {r["alert"] for r in rules}
     expected = {"GostopHighErrorRatio", "GostopHighLatencyP99", "GostopVersionConflicts", "GostopStoreUnavailable",

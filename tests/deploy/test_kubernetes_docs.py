@@ -270,7 +270,7 @@ def test_the_keda_example_scales_the_charts_workers_on_the_queue(tmp_path: Path)
     gives, as valid PromQL; and the values the page gives leave the replica count to it."""
     from prometheus_client import CollectorRegistry
 
-    from gostop.tools.botworker import WorkerMetrics
+    from gostop.service.programs.botworker import WorkerMetrics
 
     [scaled] = [d for d in yaml_documents(DOC.read_text()) if d.get("kind") == "ScaledObject"]
     args = ["--namespace", "games", "--set", "redis.url=redis://redis:6379/0", "--set", "botWorkers.enabled=true",

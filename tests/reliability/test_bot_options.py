@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from gostop.service.bot_queue import BotTurn
 from gostop.service.bot_seats import MCTS_OPTIONS
-from gostop.tools.botworker import Decider
+from gostop.service.programs.botworker import Decider
 from gostop.v1 import game_pb2 as pb
 from gostop.v1 import game_pb2_grpc as pb_grpc
 from testkit.servers import OPERATOR_KEY, ServerProcess, decode_error, seat_md, start_process

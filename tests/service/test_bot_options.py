@@ -22,7 +22,7 @@ import pytest
 from gostop.bots import MctsBot, make_bot
 from gostop.engine import Rules, legal_actions, new_round, view
 from gostop.service.bot_queue import BotTurn
-from gostop.tools.botworker import Decider
+from gostop.service.programs.botworker import Decider
 from gostop.v1 import game_pb2 as pb
 from testkit.servers import OPERATOR, Api, config, expect, running_server
 

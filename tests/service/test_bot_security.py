@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry
 
 from gostop.engine import action_from_id, match_apply
 from gostop.service.bot_queue import BotTurn, MemoryBotQueue, bot_request_id
+from gostop.service.programs.botworker import BotWorker, Decider, DomainApi, attach_in_process_worker
 from gostop.service.server import Server
-from gostop.tools.botworker import BotWorker, Decider, DomainApi, attach_in_process_worker
 from gostop.v1 import game_pb2 as pb
 from testkit.servers import OPERATOR, Api, Game, config, decode_error, expect, replay, stub
 

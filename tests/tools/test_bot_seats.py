@@ -22,8 +22,8 @@ import pytest
 from google.protobuf import json_format
 
 from gostop.engine import PRESET_PLAYERS, action_from_id
+from gostop.service.programs.botworker import attach_in_process_worker
 from gostop.service.server import Server
-from gostop.tools.botworker import attach_in_process_worker
 from gostop.v1 import bot_pb2, bot_pb2_grpc
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
@@ -365,7 +365,7 @@ async def test_a_worker_with_a_wrong_key_says_so_and_leaves_the_turn(capsys: pyt
     from prometheus_client import CollectorRegistry
 
     from gostop.service.bot_queue import MemoryBotQueue
-    from gostop.tools.botworker import BotWorker, ClientApi, Decider
+    from gostop.service.programs.botworker import BotWorker, ClientApi, Decider
 
     async with bot_server("", bot_worker="off") as api:
         assert api.server is not None
