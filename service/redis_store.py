@@ -1,45 +1,10 @@
 """The Redis store: standalone, Sentinel or Cluster, on ``redis.asyncio``.
 
-Key layout (``prefix`` defaults to ``gostop``); the ``{game_id}`` hash tag puts every key of a
-game in one Cluster slot, so each script below touches a single slot:
-
-- ``gostop:{<game_id>}:snap``: hash, field ``version`` (decimal), the game's version, and its latest
-  snapshot in one of two fields: ``blob``, the state at ``version`` (the only form before
-  snapshots were skipped, and still the form after a commit that writes one), or ``base``,
-  ``<at>:<bytes>``, the state at the earlier version ``at``, whose log entries after ``at`` lead
-  to ``version``. A commit without a snapshot moves ``blob`` to ``base`` (or leaves ``base``); a
-  commit with one writes ``blob`` and drops ``base``. A server of before reads only ``blob``, so
-  it finds a game whose snapshot lags as corrupt (``DATA_LOSS``) rather than taking the old state
-  for the current one (what a rollback during play would otherwise do).
-- ``gostop:{<game_id>}:log``: stream, one entry per version with id ``<version>-0``, field ``e``
-  holding the entry bytes and, for a step committed with a request id, field ``r`` holding its
-  stored response.
-- ``gostop:{<game_id>}:req``: hash, request id -> ``fingerprint + NUL + "v" + version``: the
-  response is the ``r`` of that version's log entry (small hash values keep the hash in Redis'
-  compact encoding; each response is stored once, in the stream's compact nodes). Values written
-  before that layout, ``fingerprint + NUL + response``, are read as they are.
-
-``create`` and ``commit`` are Lua scripts (``register_script``: EVALSHA, with an automatic SCRIPT
-LOAD on NOSCRIPT) that only touch the keys passed in KEYS. Every write of a commit happens in one
-script, after every check, so a commit is all or nothing; every commit sets all three keys to
-expire after ``ttl_ms``, at the same absolute time (the script clock is frozen).
-
-Failure handling: every redis-py error becomes ``StoreUnavailable`` (connection refused, socket
-timeouts, failover, cluster down, loading, read-only replica, OOM...) except data of the wrong
-shape, which becomes ``StoreCorrupt``. Sockets have short connect and read timeouts, and every
-call also runs under an overall deadline, so a dead or stalled server fails calls fast. Reads are
-retried once after a connection error; ``create`` and ``commit`` never are (their reply may have
-been lost after the write: the caller learns ``StoreUnavailable`` and its retry with the same
-request id gets ``Duplicate``).
-
-``wait_log`` uses ``XREAD BLOCK``, which holds a connection for the whole wait. Blocking reads go
-through a second client with its own pool, whose read timeout is above the longest block
-(``max_block_ms``; longer waits are split into several blocks), and at most ``max_waiters`` of them
-run at once, so waiters can never starve commits of connections. A waiter holds a slot for one
-block at a time, and one that finds every slot taken polls with plain reads every ``poll_ms``
-instead of queueing: however many streams others hold open, a watcher learns of a commit within
-about ``poll_ms``. A cancelled waiter's connection is closed by
-redis-py (its reply would otherwise be pending) and returned to the pool.
+Every key of a game carries its ``{game_id}`` hash tag, so a game lives in one Cluster slot and a
+create or commit is one Lua script on that slot: all or nothing. Redis errors become
+``StoreUnavailable`` (``StoreCorrupt`` for data of the wrong shape) under short timeouts, so a dead
+server fails calls fast. The key layout, the scripts, retries and blocking reads: docs/service.md
+("The Redis store's keys, scripts and waits").
 """
 
 from __future__ import annotations
@@ -47,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urlsplit
 
@@ -270,7 +236,7 @@ def _duplicate(stored: object) -> Duplicate:
 
 
 class RedisStore:
-    """The ``Store`` protocol on Redis (see the module docstring). Build one with ``from_url``."""
+    """The ``Store`` protocol on Redis (docs/service.md). Build one with ``from_url``."""
 
     name = "redis"
 
@@ -358,15 +324,7 @@ class RedisStore:
         if connect_timeout <= 0 or read_timeout <= 0:
             raise ValueError("connect_timeout and read_timeout must be positive")
         scheme = urlsplit(url).scheme.lower()
-        socket_options: dict[str, Any] = {
-            "socket_connect_timeout": connect_timeout,
-            # redis-py retries are off: reads are retried by the store, writes never.
-            "retry": Retry(NoBackoff(), 0),
-        }
-        block_timeout = max_block_ms / 1000 + read_timeout
-        # Slightly larger pools than the semaphores: redis-py may briefly hold an extra connection.
-        command_pool = max_connections + 4
-        waiter_pool = max_waiters + 4
+        pools = _Pools.of(connect_timeout, read_timeout, max_connections, max_waiters, max_block_ms)
         common: dict[str, Any] = {
             "prefix": prefix,
             "max_connections": max_connections,
@@ -377,74 +335,15 @@ class RedisStore:
             "retries": retries,
         }
         if scheme in ("redis", "rediss", "unix"):
-
-            def standalone(socket_timeout: float, size: int) -> Redis:
-                pool = ConnectionPool.from_url(
-                    url, max_connections=size, socket_timeout=socket_timeout, **socket_options
-                )
-                return Redis.from_pool(pool)
-
-            return cls(
-                standalone(read_timeout, command_pool),
-                blocking_client=standalone(block_timeout, waiter_pool),
-                fast=_fast_client(url, connect_timeout, read_timeout, max_connections),
-                **common,
-            )
+            client, blocking = _standalone_clients(url, pools)
+            fast = _fast_client(url, connect_timeout, read_timeout, max_connections)
+            return cls(client, blocking_client=blocking, fast=fast, **common)
         if scheme == "redis+sentinel":
-            hosts, path, username, password = _split_multi_host_url(url, default_port=26379)
-            parts = [unquote(p) for p in path.split("/") if p]
-            if not 1 <= len(parts) <= 2:
-                raise ValueError(f"redis+sentinel URL needs /<master_name>[/db]: {_redacted(url)!r}")
-            master = parts[0]
-            db = _int_part(parts[1], "db", url) if len(parts) == 2 else 0
-            sentinel_options: dict[str, Any] = {
-                "socket_connect_timeout": connect_timeout,
-                "socket_timeout": read_timeout,
-                "retry": Retry(NoBackoff(), 0),
-            }
-            if sentinel_password is not None:
-                sentinel_options["password"] = sentinel_password
-            sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_options)
-            auth: dict[str, Any] = {"username": username, "password": password, "db": db}
-
-            def sentinel_master(socket_timeout: float, size: int) -> Redis:
-                client: Redis = sentinel.master_for(
-                    master,
-                    max_connections=size,
-                    socket_timeout=socket_timeout,
-                    **auth,
-                    **socket_options,
-                )
-                return client
-
-            return cls(
-                sentinel_master(read_timeout, command_pool),
-                blocking_client=sentinel_master(block_timeout, waiter_pool),
-                closers=[sentinel.aclose],
-                **common,
-            )
+            client, blocking, sentinel = _sentinel_clients(url, pools, sentinel_password)
+            return cls(client, blocking_client=blocking, closers=[sentinel.aclose], **common)
         if scheme == "redis+cluster":
-            hosts, path, username, password = _split_multi_host_url(url, default_port=6379)
-            if path.strip("/"):
-                raise ValueError(
-                    f"redis+cluster URL takes no path (Cluster has only db 0): {_redacted(url)!r}"
-                )
-
-            def cluster(socket_timeout: float, size: int) -> RedisCluster:
-                return RedisCluster(
-                    startup_nodes=[ClusterNode(host, port) for host, port in hosts],
-                    username=username,
-                    password=password,
-                    max_connections=size,
-                    socket_timeout=socket_timeout,
-                    **socket_options,
-                )
-
-            return cls(
-                cluster(read_timeout, command_pool),
-                blocking_client=cluster(block_timeout, waiter_pool),
-                **common,
-            )
+            cluster, blocking_cluster = _cluster_clients(url, pools)
+            return cls(cluster, blocking_client=blocking_cluster, **common)
         raise ValueError(
             f"unsupported Redis URL scheme {scheme!r}: use redis://, rediss://, unix://, "
             "redis+sentinel:// or redis+cluster://"
@@ -712,6 +611,121 @@ class RedisStore:
         for closer in self._closers:
             with contextlib.suppress(Exception):
                 await closer()
+
+
+# -- construction: a URL's clients --
+
+C = TypeVar("C")
+
+
+@dataclass(frozen=True)
+class _Pools:
+    """The socket settings and pool sizes of a store's two clients: one for commands, one for
+    blocking reads, whose read timeout covers the longest block."""
+
+    connect_timeout: float
+    read_timeout: float
+    block_timeout: float
+    command_pool: int
+    waiter_pool: int
+    socket_options: dict[str, Any]
+
+    @classmethod
+    def of(cls, connect_timeout: float, read_timeout: float, max_connections: int, max_waiters: int,
+           max_block_ms: int) -> _Pools:
+        return cls(
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            block_timeout=max_block_ms / 1000 + read_timeout,
+            # Slightly larger pools than the semaphores: redis-py may briefly hold an extra connection.
+            command_pool=max_connections + 4,
+            waiter_pool=max_waiters + 4,
+            socket_options={
+                "socket_connect_timeout": connect_timeout,
+                # redis-py retries are off: reads are retried by the store, writes never.
+                "retry": Retry(NoBackoff(), 0),
+            },
+        )
+
+    def pair(self, make: Callable[[float, int], C]) -> tuple[C, C]:
+        """``make(socket_timeout, pool_size)``'s client for commands and its client for blocking reads."""
+        return make(self.read_timeout, self.command_pool), make(self.block_timeout, self.waiter_pool)
+
+
+def _standalone_clients(url: str, pools: _Pools) -> tuple[Redis, Redis]:
+    """``redis://``, ``rediss://`` or ``unix://``: redis-py reads the URL and its query-string options."""
+
+    def standalone(socket_timeout: float, size: int) -> Redis:
+        pool = ConnectionPool.from_url(
+            url, max_connections=size, socket_timeout=socket_timeout, **pools.socket_options
+        )
+        return Redis.from_pool(pool)
+
+    return pools.pair(standalone)
+
+
+def _sentinel_url(url: str) -> tuple[list[tuple[str, int]], str, int, str | None, str | None]:
+    """``redis+sentinel://[[user]:password@]host:port[,host:port...]/<master_name>[/db]`` -> the
+    sentinels, the master's name, the db, the master's user and password."""
+    hosts, path, username, password = _split_multi_host_url(url, default_port=26379)
+    parts = [unquote(p) for p in path.split("/") if p]
+    if not 1 <= len(parts) <= 2:
+        raise ValueError(f"redis+sentinel URL needs /<master_name>[/db]: {_redacted(url)!r}")
+    db = _int_part(parts[1], "db", url) if len(parts) == 2 else 0
+    return hosts, parts[0], db, username, password
+
+
+def _sentinel_clients(url: str, pools: _Pools, sentinel_password: str | None) -> tuple[Redis, Redis, Sentinel]:
+    """The clients of a Sentinel-monitored group's master, and the Sentinel manager (to close after them)."""
+    hosts, master, db, username, password = _sentinel_url(url)
+    sentinel_options: dict[str, Any] = {
+        "socket_connect_timeout": pools.connect_timeout,
+        "socket_timeout": pools.read_timeout,
+        "retry": Retry(NoBackoff(), 0),
+    }
+    if sentinel_password is not None:
+        sentinel_options["password"] = sentinel_password
+    sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_options)
+    auth: dict[str, Any] = {"username": username, "password": password, "db": db}
+
+    def sentinel_master(socket_timeout: float, size: int) -> Redis:
+        client: Redis = sentinel.master_for(
+            master,
+            max_connections=size,
+            socket_timeout=socket_timeout,
+            **auth,
+            **pools.socket_options,
+        )
+        return client
+
+    return (*pools.pair(sentinel_master), sentinel)
+
+
+def _cluster_url(url: str) -> tuple[list[tuple[str, int]], str | None, str | None]:
+    """``redis+cluster://[[user]:password@]host:port[,host:port...]`` -> the startup nodes, user, password."""
+    hosts, path, username, password = _split_multi_host_url(url, default_port=6379)
+    if path.strip("/"):
+        raise ValueError(
+            f"redis+cluster URL takes no path (Cluster has only db 0): {_redacted(url)!r}"
+        )
+    return hosts, username, password
+
+
+def _cluster_clients(url: str, pools: _Pools) -> tuple[RedisCluster, RedisCluster]:
+    """The clients of a Cluster, from its startup nodes."""
+    hosts, username, password = _cluster_url(url)
+
+    def cluster(socket_timeout: float, size: int) -> RedisCluster:
+        return RedisCluster(
+            startup_nodes=[ClusterNode(host, port) for host, port in hosts],
+            username=username,
+            password=password,
+            max_connections=size,
+            socket_timeout=socket_timeout,
+            **pools.socket_options,
+        )
+
+    return pools.pair(cluster)
 
 
 def _fast_client(url: str, connect_timeout: float, read_timeout: float, max_pending: int) -> RespClient | None:
