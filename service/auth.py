@@ -57,7 +57,7 @@ class Authenticator:
         self._operator_keys = tuple(_as_bytes(k) for k in operator_keys if k)
         self._bot_keys = tuple(_as_bytes(k) for k in bot_keys if k)
         self._verified: dict[str, tuple[str, int]] = {}
-        """Token → (game id, seat) of tokens whose signature was checked (an HMAC costs ~5 µs)."""
+        """Token → (game id, seat) of tokens whose signature was checked: a token's HMAC is computed once."""
 
     @property
     def api_keys_required(self) -> bool:

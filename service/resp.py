@@ -1,8 +1,8 @@
 """A lean, pipelined Redis connection for the store's hot path (standalone Redis only).
 
 Every SubmitAction is one ``EVALSHA`` and most reads are one ``HMGET``; through redis-py's
-asyncio client each costs about 0.1 ms of CPU in connection-pool, command-packing and
-parsing code, which is as much as the engine's own work on a turn. This module sends those
+asyncio client each costs, in connection-pool, command-packing and parsing code, as much CPU
+as the engine's own work on a turn. This module sends those
 commands over one long-lived connection per process, pipelined: a command is written as
 soon as it is issued, replies come back in order and are matched to their callers first in,
 first out, and the replies are parsed by hiredis (Redis's own C parser). Many requests in
@@ -13,10 +13,10 @@ Failure model (the same as the store's for redis-py): any connection failure, an
 that has not been answered within ``op_timeout`` (``TimeoutError``), closes the connection and
 fails every command still waiting on it with ``ConnectionError``; the next command reconnects (bounded
 by ``connect_timeout``). Replies come in order, so only the oldest command in flight can be the
-first to time out: one timer per connection watches it (a timer per command cost about 7 µs a
-call). A command's outcome is then unknown, which is why the store never
-retries writes. Error replies are returned as ``hiredis.ReplyError`` values, not raised, so
-that the caller decides what they mean.
+first to time out: one timer per connection watches it (cheaper than a timer per command).
+A command's outcome is then unknown, which is why the store never retries writes. Error replies
+are returned as ``hiredis.ReplyError`` values, not raised, so that the caller decides what they
+mean.
 """
 
 from __future__ import annotations

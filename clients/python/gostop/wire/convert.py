@@ -147,7 +147,7 @@ _FILLERS: dict[tuple[type, type], Callable[[Any, Any], None]] = {}
 
 def _compile(msg: Message, obj: Any) -> Callable[[Any, Any], None]:
     """``_fill_plan`` as straight-line code, one statement per field (views and events are converted
-    on every call of the API, and a loop that interprets the plan costs twice as much)."""
+    on every call of the API, and a loop that interprets the plan costs more)."""
     env: dict[str, Any] = {"fill": fill, "Enum": Enum}
     lines = ["def filler(msg, obj):"]
     for index, (name, how, extra) in enumerate(_fill_plan(msg, obj)):
