@@ -59,6 +59,7 @@ from typing import Any
 from gostop.engine import (
     Action,
     Match,
+    Playout,
     Rules,
     State,
     apply,
@@ -70,7 +71,6 @@ from gostop.engine import (
     new_round,
     view,
 )
-from gostop.engine.play import Playout
 
 CONFIGS: list[tuple[str, int]] = [
     ("standard", 2), ("standard", 3), ("simple", 2), ("classic", 2), ("classic", 3),
