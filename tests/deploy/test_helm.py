@@ -1402,8 +1402,8 @@ def test_alerts_are_valid_promql_over_exported_metrics(variant: Variant) -> None
     [failed] = re.findall(r'outcome=~"([^"]+)"', fallback)
     assert set(failed.split("|")) == set(OUTCOMES) - {"ok", "stale"}
     assert 'outcome!="stale"' in fallback and "stale" in OUTCOMES
-    server_source = (ROOT / "service" / "server.py").read_text()
-    assert '"unary"' in server_source, "the latency alert selects grpc_type=\"unary\""
+    calls_source = (ROOT / "service" / "calls.py").read_text()  # the per-call wrapper labels the calls
+    assert '"unary"' in calls_source, "the latency alert selects grpc_type=\"unary\""
 
 
 # --- the container image -----------------------------------------------------------------------
