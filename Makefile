@@ -203,8 +203,8 @@ typecheck: $(PB)
 	$(PY) -m mypy
 
 # Every benchmark, each printing its table: the engine (bench/engine.py; ARGS go to it), with the
-# bar of issue 26 (the shipped build against the pure-Python engine of ENGINE_BASELINE, the commit
-# before that work, extracted with git archive, in alternating processes); the
+# compiled engine's bar (the shipped build against the pure-Python engine of ENGINE_BASELINE, the
+# commit before the engine was compiled, extracted with git archive, in alternating processes); the
 # service over loopback with the Python load generator at 1, 8, 32 and 64 in flight, and four more
 # Health/SubmitAction pairs at 8 whose medians the goals are checked on
 # (bench/service.py; SERVICE_ARGS); the same pairs against a server with no domain work

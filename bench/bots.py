@@ -1,4 +1,4 @@
-"""Bot-seat benchmark (issue 23): what going through the service costs a bot.
+"""Bot-seat benchmark: what going through the service costs a bot.
 
 Usage: ``PYTHONPATH=tests python -m bench.bots [--seconds S] [--bots random,greedy,mcts] [--json PATH]``.
 

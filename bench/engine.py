@@ -27,7 +27,8 @@ The engine measured is the one ``import gostop.engine`` loads: the compiled buil
 was built, else the pure-Python sources (``GOSTOP_PURE_PYTHON=1`` asks for them). The header says
 which; ``--require-native`` stops if it is not the compiled one.
 
-``--baseline REF`` also measures the bar of issue 26 (``make bench`` passes the commit before it):
+``--baseline REF`` also measures the compiled engine's bar (``make bench`` passes the commit before
+the engine was compiled):
 the engine of the git commit ``REF`` (its sources, extracted with ``git archive`` into a
 temporary folder: "today's" pure-Python engine) against the engine loaded here (the shipped
 build), standard 2-player rounds through validated ``apply`` and ``Playout``, in separate
@@ -79,10 +80,10 @@ CONFIGS: list[tuple[str, int]] = [
 GOAL = 5800
 """Random standard 2-player rounds per second on one core: a public TypeScript engine under Node 20."""
 APPLY_BAR = 2.9
-"""Issue 26: validated ``apply`` of the shipped build, in rounds/s, at least this many times today's
+"""The bar: validated ``apply`` of the shipped build, in rounds/s, at least this many times today's
 pure-Python ``apply`` (where the public TypeScript engine's validated step stands)."""
 PLAYOUT_BAR = 2.0
-"""Issue 26: ``Playout`` of the shipped build at least this many times today's pure-Python one."""
+"""The bar: ``Playout`` of the shipped build at least this many times today's pure-Python one."""
 COMPARE_CONFIG = ("standard", 2)
 ROOT = Path(__file__).resolve().parent.parent
 CALLS = ("legal_actions", "apply", "view", "serialize", "deserialize")
@@ -280,7 +281,8 @@ def compare(args: argparse.Namespace, report: dict[str, Any]) -> None:
             detail = getattr(error, "stderr", None) or error
             if isinstance(detail, bytes):
                 detail = detail.decode(errors="replace")
-            print(f"\nthe bar (issue 26): skipped, no engine of {args.baseline} to compare with: {str(detail).strip()}")
+            print(f"\nthe bar (compiled against pure Python): skipped, no engine of {args.baseline} to compare with: "
+                  f"{str(detail).strip()}")
             return
         import gostop
 
@@ -289,7 +291,8 @@ def compare(args: argparse.Namespace, report: dict[str, Any]) -> None:
             "shipped": [str(Path(gostop.__file__).resolve().parent.parent), str(ROOT)],
         }
         runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "shipped": []}
-        print(f"\nthe bar (issue 26): {COMPARE_CONFIG[0]} {COMPARE_CONFIG[1]}p rounds per CPU-second, the engine of "
+        print(f"\nthe bar (compiled against pure Python):"
+              f" {COMPARE_CONFIG[0]} {COMPARE_CONFIG[1]}p rounds per CPU-second, the engine of "
               f"{commit[:10]} (pure Python) against the shipped build, {args.compare_pairs} pairs of processes "
               f"alternated, {args.compare_seconds:g} s per mode and run", flush=True)
         for pair in range(args.compare_pairs):

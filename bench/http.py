@@ -1,4 +1,4 @@
-"""HTTP-port benchmark (issue 24): SubmitAction over the Connect protocol beside the same server's
+"""HTTP-port benchmark: SubmitAction over the Connect protocol beside the same server's
 gRPC SubmitAction and its Health/Check ceiling, in one run.
 
 Usage: ``PYTHONPATH=tests python -m bench.http [--seconds S] [--inflight 1,8] [--pairs N]

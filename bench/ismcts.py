@@ -1,4 +1,4 @@
-"""mcts, greedy and OpenSpiel's ISMCTS against each other (issue 25): duplicate deals, 95% intervals.
+"""mcts, greedy and OpenSpiel's ISMCTS against each other: duplicate deals, 95% intervals.
 
 Usage: ``python -m bench.ismcts [--deals 500] [--cpu-millis 180] [--workers 2] [--minutes M] [--json PATH]``.
 

@@ -31,8 +31,8 @@ commit that first turn's bytes again (its snapshot at the versions where the ser
 so that its figures are what any faster domain code could reach at most.
 
 ``--compare-workers 1,2`` runs the whole measurement once per worker count, each against a fresh
-server, and prints the throughput ratio of each count to the first (issue 7's goal: at least 1.6x
-with 2 workers on two cores). The client spreads its calls over ``--channels`` gRPC channels, each
+server, and prints the throughput ratio of each count to the first (the goal: at least 1.6x with 2
+workers on two cores). The client spreads its calls over ``--channels`` gRPC channels, each
 its own TCP connection (the kernel hands each connection to one worker, so one channel would
 keep one worker busy and the other idle), and over ``--client-processes`` OS processes (one
 Python process is one core of load at most). Client, server and Redis share the machine's cores:

@@ -1,4 +1,4 @@
-"""The web table's first load (issue 24): bytes transferred and time to interactive in headless
+"""The web table's first load: bytes transferred and time to interactive in headless
 Chromium (Debian's, as the browser tests use), on loopback and on an emulated phone network.
 
 Usage: ``PYTHONPATH=tests python -m bench.web [--runs N] [--profiles loopback,4g] [--json PATH]``.

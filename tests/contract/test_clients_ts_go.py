@@ -9,11 +9,10 @@ standard 2-player round with random legal actions, watched by a spectator) and c
 that the committed Go code in ``clients/go/gen`` is what the pinned generators produce now, runs
 the Go unit tests and a typed error of the TypeScript wrapper. The TypeScript programs that leave a
 watch early (``break``, ``return``, a throw, ``return()``) or close the client while a watch is
-open must exit by themselves: an open stream or connection would keep Node running (issue 22,
-item 9).
+open must exit by themselves: an open stream or connection would keep Node running.
 
 The server also serves its HTTP port, and the TypeScript client's programs run over each of its
-ways there (issue 24, part 2): the Node client with the Connect protocol (HTTP/1.1 and HTTP/2) and
+ways there: the Node client with the Connect protocol (HTTP/1.1 and HTTP/2) and
 gRPC-Web, and the browser entry (``createBrowserClient``: Connect or gRPC-Web over ``fetch``, as
 in a page), beside gRPC on the gRPC port: the conformance scenarios, the typed errors, leaving a
 watch early and ``close()``.

@@ -1,4 +1,4 @@
-"""The TypeScript client as a package that runs in browsers and in Node (issue 24, part 2).
+"""The TypeScript client as a package that runs in browsers and in Node.
 
 ``clients/typescript`` is one npm package, ``@gostop/client``: its main entry is browser-safe (the
 wrapper over a Connect transport and ``createBrowserClient`` over ``fetch``), its ``/node`` entry

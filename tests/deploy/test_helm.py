@@ -139,7 +139,7 @@ BOTS = Variant("bot-workers", (), (*PRODUCTION.sets, "botWorkers.enabled=true", 
                                    "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true"))
 OWN_SECRET_BOTS = Variant("bot-workers-own-secret", (), ("secrets.existingSecret=gostop-secrets",
                                                         "redis.urlFromSecret=true", "botWorkers.enabled=true"))
-# Production for browsers (issue 24): the HTTP port on another number, an HTTPRoute with a precise and a
+# Production for browsers: the HTTP port on another number, an HTTPRoute with a precise and a
 # wildcard host name, a site of another origin allowed by CORS, the NetworkPolicy on.
 PAGE_HOST = "play.example.com"
 OTHER_SITE = "https://games.example.com"
@@ -694,7 +694,7 @@ def test_selectors_and_references_agree(variant: Variant) -> None:
 def test_every_worker_is_scraped(variant: Variant) -> None:
     """With config.workers N each worker serves its metrics on ports.metrics + i: the container,
     the Service, the ServiceMonitor and the NetworkPolicy name one port per worker, so Prometheus
-    scrapes every worker (issue 22, item 17; before, only the first worker's port was listed)."""
+    scrapes every worker."""
     expected = metrics_ports(variant)
     assert len(expected) >= 2, "tests/helm/all-on.yaml runs several workers"
     container = {p["name"]: p["containerPort"] for p in server_container(variant)["ports"]}
@@ -741,7 +741,7 @@ def test_tournament_job_calls_the_service() -> None:
     assert set(credentials["data"]) == {"api-key", "operator-key"}
 
 
-# --- the tournament's ladder and the merge of its shards (issue 25) -------------------------------
+# --- the tournament's ladder and the merge of its shards -------------------------------
 
 
 def job_container(variant: Variant, name: str) -> dict[str, Any]:
@@ -942,7 +942,7 @@ def test_tournament_shards_and_merge_run_as_the_chart_runs_them(variant: Variant
     assert len((results / "merged" / "results.jsonl").read_text().splitlines()) == total
 
 
-# --- the HTTP port: browsers through the gateway (issue 24) --------------------------------------
+# --- the HTTP port: browsers through the gateway --------------------------------------
 
 
 def route(variant: Variant) -> dict[str, Any]:

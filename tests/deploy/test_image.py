@@ -1,4 +1,4 @@
-"""The container image, built from the Dockerfile and run (issue 27).
+"""The container image, built from the Dockerfile and run.
 
 tests/deploy/test_helm.py reads the Dockerfile; here the image is built for real, with no registry
 and no Docker engine, from Debian's packages only:

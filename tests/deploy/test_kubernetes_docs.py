@@ -190,7 +190,7 @@ def test_every_command_block_runs(tmp_path: Path) -> None:
 
 
 def check_the_browsers_section(renders: list[Path], calls: str) -> None:
-    """Browsers (issue 24): the page's upgrade renders the HTTPRoute the page shows, on the listener
+    """Browsers: the page's upgrade renders the HTTPRoute the page shows, on the listener
     of the page's example Gateway that the GRPCRoute's host names leave free; the server gets the
     route's https origin and the other site's in GOSTOP_CORS_ORIGINS; the page's curl calls go to the
     route's host name, at the Connect GET path and as a preflight of the allowed site."""
@@ -228,7 +228,7 @@ def check_the_browsers_section(renders: list[Path], calls: str) -> None:
 
 
 def check_the_tournaments_section(renders: list[Path], calls: str) -> None:
-    """Tournaments (issue 25): the page's upgrade renders the shards' Job recording into the Redis of
+    """Tournaments: the page's upgrade renders the shards' Job recording into the Redis of
     the operator's Secret (GOSTOP_LADDER from its GOSTOP_REDIS_URL key, as the server's) with the keys
     of that Secret, and the merge Job, suspended; the page's kubectl calls wait for the rendered shards'
     Job, then unsuspend the rendered merge Job, wait for it and read its log."""

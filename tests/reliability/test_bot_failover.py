@@ -1,4 +1,4 @@
-"""Bot workers fail over (issue 23): two ``gostop bots serve`` processes on one Redis; the one
+"""Bot workers fail over: two ``gostop bots serve`` processes on one Redis; the one
 holding pending turns is SIGKILLed; the other claims them after the claim time and finishes every
 game, and no turn commits twice (versions contiguous, one commit per request id)."""
 

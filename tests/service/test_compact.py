@@ -1,4 +1,4 @@
-"""The store's compact form (``service/compact.py``, issue 26 item 4): values round-trip, older
+"""The store's compact form (``service/compact.py``): values round-trip, older
 plain values are read as they are, corrupt ones are refused as corrupt, and the dictionaries are
 the fixed bytes the stored data depends on."""
 

@@ -1,4 +1,4 @@
-"""The HTTP port (issue 24): ``gostop.v1.GameService`` over the Connect protocol and gRPC-Web.
+"""The HTTP port: ``gostop.v1.GameService`` over the Connect protocol and gRPC-Web.
 
 The calls go through ``testkit.connect``'s stub, so the same helpers as the gRPC tests play whole
 rounds, read logs and decode errors (the ``ErrorInfo`` a browser client would read from the Connect

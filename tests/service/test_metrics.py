@@ -1,4 +1,4 @@
-"""The metrics a real ``gostop serve`` exports over HTTP (issue 22, item 17).
+"""The metrics a real ``gostop serve`` exports over HTTP.
 
 The gauges operators look for move with what the server holds (games in its snapshot cache, open
 WatchGame streams, calls in flight); games created carry a ``players`` label; no ``*_created``

@@ -1,5 +1,5 @@
 """The API, every RPC and every error path, over the memory store and over a real Redis, and over
-the HTTP port's Connect protocol and gRPC-Web (issue 24): rule sets, creation with overrides, views,
+the HTTP port's Connect protocol and gRPC-Web: rule sets, creation with overrides, views,
 actions by id and structured, the error codes with their ``google.rpc.ErrorInfo`` details,
 idempotent retries, stale versions and WatchGame streams."""
 

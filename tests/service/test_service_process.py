@@ -375,7 +375,7 @@ def _fetch(url: str) -> str:
 
 async def test_every_call_logs_one_json_line_with_its_context(service_redis: RedisServer) -> None:
     """At the default level every finished call writes one JSON line: the RPC, its status code and
-    duration, and the game, seat and request id it was about (issue 3's list); a failed call is a
+    duration, and the game, seat and request id it was about; a failed call is a
     warning with the error's reason. Lines of other writers (the standard library's) stay whole."""
     server = await start_process(service_redis.url, GOSTOP_LOG_LEVEL="info")
     api = client(server.port)

@@ -1,4 +1,4 @@
-"""Bot seats (issue 23): games where the server's bot workers play some seats.
+"""Bot seats: games where the server's bot workers play some seats.
 
 Real servers over each store backend: the memory store with its in-process worker, and Redis
 (its streams and consumer group) with the same worker inside the server (``bot_worker=on``). A

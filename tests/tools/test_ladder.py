@@ -1,4 +1,4 @@
-"""``gostop ladder`` (issue 25, part 3): tournament games accumulate in one ratings store, each game
+"""``gostop ladder``: tournament games accumulate in one ratings store, each game
 once (a resumed run, folders recorded or merged twice), keyed by what each bot is (a changed bot is
 a new entry); SQLite and Redis (a real redis-server, and a Cluster) give the same leaderboard; the
 shards of a tournament Job merge into one report and one ladder; the chart of ratings over time is

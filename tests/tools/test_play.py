@@ -5,7 +5,7 @@ and end of input quit cleanly; every line fits 80 columns.
 What the screen says is checked against itself: each hand card's hint names floor cards of its
 month that are on the floor; each captured pile's count and 피 value add up from the names listed;
 the settlement gives every 박 of the rules with a reason that matches the table, and the points
-paid are the product it shows and the net points of the round (issue 22, items 11-15)."""
+paid are the product it shows and the net points of the round."""
 
 from __future__ import annotations
 
@@ -271,7 +271,7 @@ def test_a_full_round_by_choosing_listed_numbers() -> None:
 
 
 def test_a_bot_turn_of_several_decisions_is_announced_once() -> None:
-    """Regression (issue 22, item 14): while a thinking bot made the second decision of its turn
+    """Regression: while a thinking bot made the second decision of its turn
     (국진, go/stop, a capture choice), the screen printed "... seat 1 (mcts) to move" again."""
     deadline = time.monotonic() + 120
     term = Terminal("--players", "2", "--bots", "mcts:iterations=200", "--seed", "7", "--rounds", "1")

@@ -424,7 +424,7 @@ def one_line(text: str) -> str:
 @pytest.mark.skipif("mcts" not in BOT_NAMES, reason="no mcts bot (the process pool is part of the test)")
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="the processes are found in /proc")
 def test_ctrl_c_stops_the_tournament_cleanly_and_a_rerun_resumes(tmp_path: Path) -> None:
-    """Issue 22, item 7: Ctrl-C printed ~30 lines ending in ``KeyboardInterrupt``, the pool's processes
+    """Ctrl-C printed ~30 lines ending in ``KeyboardInterrupt``, the pool's processes
     their own tracebacks, and the in-process server a log line. Now: exit status 130, a message with the
     games saved, every process of the run gone; ``--report-only`` says the report is partial; the same
     command resumes and completes."""
@@ -509,7 +509,7 @@ def columns(line: str) -> int:
 
 
 def test_the_report_fits_100_columns_and_orders_bots_as_its_chart(tmp_path: Path) -> None:
-    """Issue 22, item 16: the table was 121 columns wide and a head-to-head line 153 (wider with long
+    """The table was 121 columns wide and a head-to-head line 153 (wider with long
     bot specs), and the chart put the bots in alphabetical order while the table ranked them."""
     names = {  # the longest realistic specs: options, a plugin's module:attribute, Hangul (two columns each)
         "mcts:cpu_millis=150": OTHER, "my_package.strategies:CautiousBot:risk=0.25": "random",
