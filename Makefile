@@ -216,7 +216,9 @@ typecheck: $(PB)
 # and Health on one server (bench/http.py; HTTP_ARGS, e.g. "--asgi uvicorn,granian"); the web
 # table's first load in headless chromium, bytes and time to interactive (bench/web.py; WEB_ARGS,
 # e.g. "--runs 10 --profiles 4g"; when npm is there to build the page); random-policy steps per
-# second through the PettingZoo environment beside the engine's Playout (bench/env.py; ENV_ARGS). The
+# second through the PettingZoo environment beside the engine's Playout (bench/env.py; ENV_ARGS);
+# connected players holding WatchGame streams and thinking 1-3 s, driven by the Go load generator
+# clients/go/cmd/players (bench/players.py; PLAYERS_ARGS, e.g. "--players 500,1000 --workers 1,2"). The
 # service benchmarks start their own redis-server and server. BENCH_SECONDS is each measurement's
 # window (3 s keeps the whole run within about seven minutes; more steadies the figures), e.g.
 # make bench BENCH_SECONDS=10 SERVICE_ARGS="--server-metrics" WORKERS_ARGS="--client-processes 1".
@@ -227,6 +229,7 @@ BENCH_SECONDS ?= 3
 # The benchmark package (bench/) starts real servers with the tests' helpers (tests/testkit).
 BENCH_PY := PYTHONPATH=tests $(PY)
 BENCH_WARMUP ?= 0.5
+PLAYERS_ARGS ?= --players 100,250
 
 $(GHZ):
 	GOBIN=$(CURDIR)/.tools/bin go install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
@@ -247,11 +250,15 @@ bench: $(PB) $(ENGINE) redis-server $(GHZ) chromium $(WEB_IF_NPM)
 	$(BENCH_PY) -m bench.http --seconds $(BENCH_SECONDS) --warmup $(BENCH_WARMUP) $(HTTP_ARGS)
 	$(if $(HAVE_NPM),$(BENCH_PY) -m bench.web $(WEB_ARGS))
 	$(PY) -m bench.env $(ENV_ARGS)
+	$(BENCH_PY) -m bench.players --seconds $(BENCH_SECONDS) $(PLAYERS_ARGS)
 
 # The reliability suite (tests/reliability) at longer sizes, bounded in time, loopback only; prints
 # the figures of the run (docs/reliability.md). ARGS go to scripts/soak.py, e.g. ARGS="--minutes 20".
+# PLAYERS_MINUTES adds one long window of connected players (bench/players.py --minutes; sizes in
+# PLAYERS_ARGS), e.g. make soak PLAYERS_MINUTES=30 PLAYERS_ARGS="--players 1000".
 soak: $(PB) $(ENGINE) redis-server
 	$(PY) scripts/soak.py $(ARGS)
+	$(if $(PLAYERS_MINUTES),$(BENCH_PY) -m bench.players --minutes $(PLAYERS_MINUTES) $(PLAYERS_ARGS))
 
 golden: $(STAMP) $(ENGINE)
 	PYTHONPATH=tests $(PY) -m testkit.golden

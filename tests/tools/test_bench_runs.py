@@ -9,7 +9,9 @@ No figure is checked here (``make bench`` measures); only that the run completes
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +55,19 @@ def test_the_http_benchmark_runs_a_short_window() -> None:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     row = next(line for line in result.stdout.splitlines() if line.strip().startswith("2 "))
     assert "nan" not in row and " 0 " not in row.split()[1:4], row
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="the connected-players generator is built with go")
+def test_the_connected_players_benchmark_loses_nothing(tmp_path: Path) -> None:
+    """Twenty players holding their streams on one worker: every seat's stream carries every version
+    once and in order, no call fails, and the players do play."""
+    out = tmp_path / "players.json"
+    command = [sys.executable, "-m", "bench.players", "--players", "20", "--workers", "1", "--seconds", "8",
+               "--warmup", "2", "--json", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    run = json.loads(out.read_text())["rows"][0]["generator"]
+    assert run["players"] == 20 and run["connect_players"] == 5, run
+    assert (run["lost"], run["duplicated"], run["error_count"]) == (0, 0, 0), run
+    assert run["actions"] > 0 and run["fanout"]["count"] > 0, run
