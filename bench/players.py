@@ -9,9 +9,10 @@ count and each size: starts its own ``redis-server`` and ``gostop serve`` (``--w
 the HTTP port; ``GOSTOP_MAX_WATCH_PER_PEER=0``, since every stream comes from one loopback address),
 runs the generator for the window and stops both. Prints one row per run (players, workers,
 actions/s, the actor's submit p50/p99, the fan-out p50/p99/max, lost and duplicated stream
-versions, errors, server CPU and its share per action, Redis CPU, server RSS and Redis memory per
-player, and the generator's CPU per player) and writes them as JSON with ``--json``.
-``--minutes`` is one long window (a soak): ``make soak`` runs it.
+versions, errors, server CPU and its share per action, Redis CPU, server RSS and Redis memory at
+the window's end, and the generator's CPU per player-second; the memory per player is the slope
+between sizes, since a fresh server's own memory moves by more than a small run adds) and writes
+them as JSON with ``--json``. ``--minutes`` is one long window (a soak): ``make soak`` runs it.
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ def run_one(generator: Path, players: int, workers: int, args: argparse.Namespac
 
 HEADER = (f"{'players':>8}{'workers':>8}{'act/s':>8}{'submit p50/p99':>16}{'fan-out p50/p99/max':>22}"
           f"{'lost':>6}{'dup':>5}{'errors':>7}{'server CPU':>11}{'ms/act':>8}{'redis':>7}"
-          f"{'RSS kB/pl':>10}{'redis kB/pl':>12}{'gen ms/pl-s':>12}")
+          f"{'RSS MB':>8}{'redis MB':>9}{'gen ms/pl-s':>12}")
 
 
 def row(r: dict[str, Any]) -> str:
@@ -163,7 +164,7 @@ def row(r: dict[str, Any]) -> str:
             f"{s['p50_ms']:>8.1f}/{s['p99_ms']:<7.1f}{f['p50_ms']:>9.1f}/{f['p99_ms']:.1f}/{f['max_ms']:<7.0f}"
             f"{g['lost']:>6}{g['duplicated']:>5}{g['error_count']:>7}{r['server_cpu_percent']:>10.0f}%"
             f"{per_action if per_action is not None else float('nan'):>8.2f}{r['redis_cpu_percent']:>6.0f}%"
-            f"{r['server_rss_per_player_kb']:>10.1f}{r['redis_memory_per_player_kb']:>12.1f}"
+            f"{r['server_rss_bytes'] / 2**20:>8.0f}{r['redis_memory_bytes'] / 2**20:>9.1f}"
             f"{g['generator_cpu_ms_per_player_second']:>12.3f}")
 
 
