@@ -172,6 +172,11 @@ func (g *game) committed(r *run, v int64, seat int, at time.Time, measured bool)
 	if v > g.latest {
 		g.latest = v
 	}
+	for k := range g.arrived { // arrivals of older versions whose commit is not awaited any more
+		if _, pending := g.commits[k]; k < v && !pending {
+			delete(g.arrived, k)
+		}
+	}
 	if !measured {
 		delete(g.arrived, v)
 		return
@@ -185,6 +190,9 @@ func (g *game) committed(r *run, v int64, seat int, at time.Time, measured bool)
 func (g *game) arrival(r *run, v int64, seat int, at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if _, pending := g.commits[v]; !pending && v < g.latest {
+		return // settled already, or committed outside the window
+	}
 	m := g.arrived[v]
 	if m == nil {
 		m = map[int]time.Time{}
