@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -19,10 +18,9 @@ from prometheus_client import CollectorRegistry
 
 from gostop.engine import action_from_id, match_apply
 from gostop.service.bot_queue import BotTurn, MemoryBotQueue, bot_request_id
-from gostop.service.programs.botworker import BotWorker, Decider, DomainApi, attach_in_process_worker
-from gostop.service.server import Server
+from gostop.service.programs.botworker import BotWorker, Decider, DomainApi
 from gostop.v1 import game_pb2 as pb
-from testkit.servers import OPERATOR, Api, Game, config, decode_error, expect, replay, stub
+from testkit.servers import OPERATOR, Api, Game, decode_error, expect, replay, running_bot_server
 
 BOT_KEY = "bot-key-for-security-tests-0123"
 
@@ -32,19 +30,9 @@ def turn_request_id(kind: str, version: int, seat: int) -> str:
     return bot_request_id(BotTurn("any-game", version, seat, "greedy", 200, kind))
 
 
-@contextlib.asynccontextmanager
-async def bot_server(store_url: str, **settings: Any) -> AsyncIterator[Api]:
-    """A server with its in-process bot worker (on Redis too: ``bot_worker=on``)."""
-    settings.setdefault("bot_worker", "on")
-    server = Server(config(store_url, bot_keys=BOT_KEY, **settings))
-    attach_in_process_worker(server)
-    await server.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
-    try:
-        yield Api(channel, stub(channel), server.port, server)
-    finally:
-        await channel.close()
-        await server.stop(0)
+def bot_server(store_url: str, **settings: Any) -> contextlib.AbstractAsyncContextManager[Api]:
+    """A server with its in-process bot worker and this module's bot key."""
+    return running_bot_server(store_url, BOT_KEY, **settings)
 
 
 async def person_vs_greedy(api: Api, person_first: bool = False) -> Game:

@@ -238,6 +238,24 @@ async def running_server(cfg: Config) -> AsyncIterator[Api]:
             await channel.close()
 
 
+@contextlib.asynccontextmanager
+async def running_bot_server(store_url: str, bot_key: str, **settings: Any) -> AsyncIterator[Api]:
+    """An in-process server with its in-process bot worker (on Redis too: ``bot_worker=on``) that
+    takes the bot-worker key ``bot_key``, and a client channel to it."""
+    from gostop.service.programs.botworker import attach_in_process_worker
+
+    settings.setdefault("bot_worker", "on")
+    server = Server(config(store_url, bot_keys=bot_key, **settings))
+    attach_in_process_worker(server)
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
+    try:
+        yield Api(channel, stub(channel), server.port, server)
+    finally:
+        await channel.close()
+        await server.stop(0)
+
+
 # ------------------------------------------------------------------------------------ replay
 
 

@@ -13,7 +13,6 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from concurrent import futures
 from typing import Any
 
@@ -22,30 +21,18 @@ import pytest
 from google.protobuf import json_format
 
 from gostop.engine import PRESET_PLAYERS, action_from_id
-from gostop.service.programs.botworker import attach_in_process_worker
-from gostop.service.server import Server
 from gostop.v1 import bot_pb2, bot_pb2_grpc
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
 from testkit.redis_server import RedisClusterServers, RespError
-from testkit.servers import OPERATOR, ROOT, Api, Game, config, expect, replay, start_process, stub
+from testkit.servers import OPERATOR, ROOT, Api, Game, expect, replay, running_bot_server, start_process
 
 BOT_KEY = "bot-key-for-tests-0123456789"
 
 
-@contextlib.asynccontextmanager
-async def bot_server(store_url: str, **settings: Any) -> AsyncIterator[Api]:
-    """A server with its in-process bot worker (on Redis too: ``bot_worker=on``)."""
-    settings.setdefault("bot_worker", "on")
-    server = Server(config(store_url, bot_keys=BOT_KEY, **settings))
-    attach_in_process_worker(server)
-    await server.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
-    try:
-        yield Api(channel, stub(channel), server.port, server)
-    finally:
-        await channel.close()
-        await server.stop(0)
+def bot_server(store_url: str, **settings: Any) -> contextlib.AbstractAsyncContextManager[Api]:
+    """A server with its in-process bot worker and this module's bot key."""
+    return running_bot_server(store_url, BOT_KEY, **settings)
 
 
 async def create(api: Api, preset: str, players: int, bots: dict[int, str], rounds: int = 1,
