@@ -15,7 +15,7 @@ from collections import Counter
 from gostop.service.server import Server
 from gostop.v1 import game_pb2 as pb
 from testkit.h2_raw import RawConnection
-from testkit.servers import OPERATOR, config
+from testkit.servers import OPERATOR, config, internal_or_unknown_calls
 
 from .harness import record, scaled
 
@@ -124,15 +124,6 @@ def _bad(verdict: str) -> bool:
         or any(verdict.endswith(f"connect {code}") for code in BAD_CODES) or verdict == "garbled"
 
 
-def _internal_or_unknown(server: Server) -> float:
-    total = 0.0
-    for metric in server.metrics.handled.collect():
-        for sample in metric.samples:
-            if sample.name.endswith("_total") and sample.labels.get("grpc_code") in ("INTERNAL", "UNKNOWN"):
-                total += sample.value
-    return total
-
-
 async def test_fuzzed_http_framing_gets_clear_answers() -> None:
     server = Server(config(http_listen="127.0.0.1:0", http_read_timeout_seconds=1.0))
     await server.start()
@@ -157,7 +148,7 @@ async def test_fuzzed_http_framing_gets_clear_answers() -> None:
                 if _bad(verdict):
                     bad.append((request[:300], verdict))
         assert not bad, f"{len(bad)} requests got a server error: {bad}"
-        assert _internal_or_unknown(server) == 0
+        assert internal_or_unknown_calls(server) == 0
         record(http_framing_fuzzed=sum(verdicts.values()))
         print("verdicts:", json.dumps(dict(verdicts.most_common()), ensure_ascii=True))
     finally:
@@ -190,7 +181,7 @@ async def test_fuzzed_grpc_over_cleartext_http2_on_the_http_port_gets_clear_answ
                                                 extra)
             statuses[status] += 1
             assert status not in (2, 13), (method, extra, status)
-        assert _internal_or_unknown(server) == 0
+        assert internal_or_unknown_calls(server) == 0
         record(http2_framing_fuzzed=sum(statuses.values()))
     finally:
         await server.stop(0)

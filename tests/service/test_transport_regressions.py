@@ -27,7 +27,7 @@ from gostop.v1 import game_pb2 as pb
 from testkit.connect import ConnectStub
 from testkit.h2_raw import RawConnection
 from testkit.redis_server import free_port
-from testkit.servers import OPERATOR, config, expect, running_server, start_process, stub
+from testkit.servers import OPERATOR, config, expect, internal_or_unknown_calls, running_server, start_process, stub
 
 SERVICE = "gostop.v1.GameService"
 METHODS = ("ListRuleSets", "CreateGame", "GetGame", "SubmitAction", "StartNextRound", "WatchGame", "GetGameLog")
@@ -100,16 +100,6 @@ def grpc_status(reply: bytes) -> tuple[int, str]:
             if detail.Unpack(info):
                 reason = info.reason
     return int(fields[b"grpc-status"].strip()), reason
-
-
-def internal_count(server: Server) -> float:
-    """Calls counted as INTERNAL or UNKNOWN on any method and protocol."""
-    total = 0.0
-    for metric in server.metrics.handled.collect():
-        for sample in metric.samples:
-            if sample.name.endswith("_total") and sample.labels.get("grpc_code") in ("INTERNAL", "UNKNOWN"):
-                total += sample.value
-    return total
 
 
 # --------------------------------------------------------------------- calls beyond the stream limit
@@ -280,7 +270,7 @@ async def test_regression_compressed_flag_without_encoding_is_invalid_argument(c
                 end = received[received.rfind(b"\x02\x00\x00"):]
                 error = json.loads(end[5:end.index(b"}}") + 2])["error"]
                 assert error["code"] == "invalid_argument", received[:400]
-        assert internal_count(server) == 0
+        assert internal_or_unknown_calls(server) == 0
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -293,7 +283,7 @@ async def test_regression_grpc_over_http1_is_unimplemented_with_a_reason(method:
                                struct.pack(">BI", 0, len(body)) + body)
         received, _ = await asyncio.to_thread(exchange, server.http_port, request, 10.0)
         assert grpc_status(received) == (12, "GRPC_NEEDS_HTTP2"), received[:400]
-        assert internal_count(server) == 0
+        assert internal_or_unknown_calls(server) == 0
 
 
 # -------------------------------------------------------------- stream limits across both ports

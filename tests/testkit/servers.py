@@ -256,6 +256,17 @@ async def running_bot_server(store_url: str, bot_key: str, **settings: Any) -> A
         await server.stop(0)
 
 
+def internal_or_unknown_calls(server: Server) -> float:
+    """Calls ``server`` counted as INTERNAL or UNKNOWN, on any method and protocol: what no caller's
+    bytes may produce."""
+    total = 0.0
+    for metric in server.metrics.handled.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total") and sample.labels.get("grpc_code") in ("INTERNAL", "UNKNOWN"):
+                total += sample.value
+    return total
+
+
 # ------------------------------------------------------------------------------------ replay
 
 
