@@ -394,7 +394,6 @@ class BotWorker:
         log.info("bot decision", game_id=turn.game_id, seat=turn.seat, version=turn.version, bot=turn.bot,
                  ms=round(decision.seconds * 1000, 1), outcome=decision.outcome, action=decision.action)
 
-
     async def _send(self, turn: BotTurn, action: int | None, request_id: str) -> None:
         if action is None:
             await self.api.next_round(turn.game_id, turn.seat, turn.version, request_id)

@@ -144,7 +144,27 @@ class _Base:
 # ------------------------------------------------------------------------- sync client
 
 
-class WatchStream(Iterator[pb.WatchGameResponse]):
+class _WatchProgress:
+    """What a watch stream (blocking or asyncio) tells of its progress, from its ``WatchSession``."""
+
+    _session: WatchSession
+
+    @property
+    def cursor(self) -> WatchCursor:
+        return self._session.cursor
+
+    @property
+    def reconnects(self) -> int:
+        """Connections made again after a break."""
+        return self._session.reconnects
+
+    @property
+    def last_complete_version(self) -> int:
+        """The last version whose events were all delivered."""
+        return self._session.cursor.done
+
+
+class WatchStream(_WatchProgress, Iterator[pb.WatchGameResponse]):
     """The events of a game after a version, one ``WatchGameResponse`` (version, event) at a time.
 
     Reconnects when the stream breaks with a retryable status (``UNAVAILABLE``: a server restart,
@@ -160,19 +180,6 @@ class WatchStream(Iterator[pb.WatchGameResponse]):
         self._cancelled = threading.Event()
         self._items = self._run()
 
-    @property
-    def cursor(self) -> WatchCursor:
-        return self._session.cursor
-
-    @property
-    def reconnects(self) -> int:
-        """Connections made again after a break."""
-        return self._session.reconnects
-
-    @property
-    def last_complete_version(self) -> int:
-        """The last version whose events were all delivered."""
-        return self._session.cursor.done
 
     def __next__(self) -> pb.WatchGameResponse:
         return next(self._items)
@@ -330,7 +337,7 @@ class GostopClient(_Base):
 # ------------------------------------------------------------------------ async client
 
 
-class AsyncWatchStream(AsyncIterator[pb.WatchGameResponse]):
+class AsyncWatchStream(_WatchProgress, AsyncIterator[pb.WatchGameResponse]):
     """``WatchStream`` for asyncio: ``async for item in client.watch(...)``."""
 
     def __init__(self, client: AsyncGostopClient, request: pb.WatchGameRequest, metadata: Metadata,
@@ -341,18 +348,6 @@ class AsyncWatchStream(AsyncIterator[pb.WatchGameResponse]):
         self._cancelled = False
         self._items = self._run()
 
-    @property
-    def cursor(self) -> WatchCursor:
-        return self._session.cursor
-
-    @property
-    def reconnects(self) -> int:
-        """Connections made again after a break."""
-        return self._session.reconnects
-
-    @property
-    def last_complete_version(self) -> int:
-        return self._session.cursor.done
 
     def __anext__(self) -> Awaitable[pb.WatchGameResponse]:
         return self._items.__anext__()
