@@ -199,7 +199,13 @@ class Rules:
             raise InvalidRules(unknown[0], "no such rule")
         base = _preset_fields(name, n)
         base.update(_normalize(overrides))
-        return Rules(**base)
+        try:
+            return Rules(**base)
+        except InvalidRules as exc:
+            if n in PRESET_PLAYERS[name] or exc.field in overrides:
+                raise
+            # The preset's own rules do not hold for this many players: say so, not which of its rules.
+            raise InvalidRules("players", _not_for(name, n)) from exc
 
     def replace(self, **overrides: Any) -> Rules:
         """A copy with some fields changed (validated again)."""
@@ -227,6 +233,18 @@ class Rules:
         if unknown:
             raise InvalidRules(unknown[0], "no such rule")
         return Rules(**_normalize(data))
+
+
+_COUNT_WORDS: Final = {2: "two", 3: "three", 4: "four"}
+
+
+def _not_for(name: str, players: int) -> str:
+    """Why preset ``name`` cannot seat ``players``, for a person: ``arcade is a two-player preset ...``."""
+    seats = sorted(PRESET_PLAYERS[name])
+    words = [_COUNT_WORDS[n] for n in seats]
+    counts = words[0] if len(words) == 1 else f"{'-, '.join(words[:-1])}- or {words[-1]}"
+    return (f"{name} is a {counts}-player preset: play it with {' or '.join(map(str, seats))} players, "
+            f"or choose another preset for {players}")
 
 
 def _normalize(values: dict[str, Any]) -> dict[str, Any]:

@@ -235,6 +235,16 @@ def test_errors_are_typed_sync(target: str) -> None:
             client.get_game(Game("unknown-game"), 0)
 
 
+def test_create_game_arcade_for_three_says_it_is_a_two_player_preset_regression(memory_target: str) -> None:
+    """Regression: ``create_game("arcade", players=3)`` answered "INVALID_RULES: last_action_go: 'allowed'
+    is defined for two players only", a rule the caller never set."""
+    with GostopClient(memory_target, operator_key=OPERATOR_KEY) as client, pytest.raises(InvalidRequest) as err:
+        client.create_game("arcade", players=3)
+    assert err.value.reason == "INVALID_RULES" and err.value.metadata == {"field": "players"}
+    assert "arcade is a two-player preset: play it with 2 players, or choose another preset for 3" in str(err.value)
+    assert "last_action_go" not in str(err.value)
+
+
 def test_unavailable_is_retried_then_raised() -> None:
     policy = RetryPolicy(max_attempts=4, initial_backoff=0.02, max_backoff=0.05)
     started = time.monotonic()

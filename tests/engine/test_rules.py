@@ -474,10 +474,23 @@ def test_pibak_max_pi_negative() -> None:
 def test_last_action_go_allowed_needs_two_players() -> None:
     expect_invalid("last_action_go", last_action_go="allowed", players=3, go_threshold=3)
     expect_invalid("last_action_go", last_action_go="allowed", players=4, go_threshold=3)
-    with pytest.raises(InvalidRules) as err:
-        Rules.preset("arcade", players=3)
-    assert err.value.field == "last_action_go"
     assert Rules(last_action_go="allowed").last_action_go == "allowed"
+
+
+@pytest.mark.parametrize("players", [3, 4])
+def test_arcade_for_more_players_says_it_is_a_two_player_preset_regression(players: int) -> None:
+    """Regression: ``Rules.preset("arcade", players=3)`` answered "last_action_go: 'allowed' is defined
+    for two players only", a rule a person never set; the player count is what is wrong."""
+    with pytest.raises(InvalidRules) as err:
+        Rules.preset("arcade", players=players)
+    assert err.value.field == "players"
+    assert err.value.message.startswith("arcade is a two-player preset: play it with 2 players")
+    assert "last_action_go" not in str(err.value)
+    # A rule the caller set is still named as it is (the preset's players are not to blame).
+    with pytest.raises(InvalidRules) as err:
+        Rules.preset("arcade", players=players, gwangbak=False, last_action_go="allowed")
+    assert err.value.field == "last_action_go"
+    assert Rules.preset("arcade", players=players, last_action_go="auto_stop").players == players
 
 
 def test_unknown_override_name() -> None:

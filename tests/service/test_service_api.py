@@ -131,7 +131,7 @@ async def test_create_with_overrides(api: Api) -> None:
         (pb.CreateGameRequest(preset=""), "preset"),
         (pb.CreateGameRequest(preset="standard", rounds=-1), "rounds"),
         (pb.CreateGameRequest(preset="standard", overrides=pb.Rules(name="custom")), "name"),
-        (pb.CreateGameRequest(preset="arcade", players=3), "last_action_go"),
+        (pb.CreateGameRequest(preset="arcade", players=3), "players"),
     ],
     ids=["threshold", "bonus", "enum-unknown", "enum-unspecified", "last-turn", "ppeok", "players",
          "preset", "no-preset", "rounds", "name", "arcade-3"],
@@ -139,6 +139,17 @@ async def test_create_with_overrides(api: Api) -> None:
 async def test_bad_create_names_the_field(api: Api, request_: pb.CreateGameRequest, field: str) -> None:
     err = await expect(api.stub.CreateGame(request_, metadata=OPERATOR), INVALID)
     assert err.info.metadata["field"] == field
+
+
+async def test_arcade_for_three_players_says_it_is_a_two_player_preset_regression(api: Api) -> None:
+    """Regression: CreateGame(arcade, players=3) answered "INVALID_RULES: last_action_go: 'allowed' is
+    defined for two players only", naming a rule nobody set, where a person needs to hear that arcade
+    is a two-player preset."""
+    err = await expect(api.stub.CreateGame(pb.CreateGameRequest(preset="arcade", players=3), metadata=OPERATOR),
+                       INVALID, "INVALID_RULES")
+    assert err.info.metadata["field"] == "players"
+    assert "arcade is a two-player preset: play it with 2 players" in err.message
+    assert "last_action_go" not in err.message
 
 
 async def test_bad_explicit_deal_is_invalid(api: Api) -> None:
