@@ -162,4 +162,24 @@ def test_the_example_bot_plays_a_game(target: str, capsys: pytest.CaptureFixture
         report = run_seats(client, game, {0: (game.token(0), example.MyBot()),
                                           1: (game.token(1), make_bot("greedy"))})
         _check(client, game, report, 1)
-    assert "finished=True" in capsys.readouterr().out
+    assert "match finished at version" in capsys.readouterr().out
+
+
+def test_the_example_bot_prints_a_readable_report_not_a_repr_regression(
+        target: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: examples/my_bot.py printed the raw ``RunReport(game_id=..., decisions={...}, ...)``."""
+    with GostopClient(target, operator_key=OPERATOR_KEY) as client:
+        game = client.create_game("standard", seed=7, rounds=2)
+        _example().main(["--server", target, "--token", game.token(0), "--token", game.token(1)])
+        final = client.get_game(game)
+    out = capsys.readouterr().out  # the in-process server logs here too
+    assert "RunReport(" not in out and "MatchSummary(" not in out
+    lines = out.splitlines()
+    head = lines.index(f"game {game.id}: match finished at version {final.version}, round 2 of 2")
+    match = final.match
+    for seat in (0, 1):
+        line = lines[head + 1 + seat]
+        assert line.startswith(f"  seat {seat} (my-bot): ") and " decisions, " in line, line
+        assert f"{match.points[seat]:+d} points, {match.wins[seat]} won, {match.losses[seat]} lost, " \
+               f"{match.draws[seat]} drawn" in line, line
+    assert lines[head + 3] == "1 round dealt by this runner"

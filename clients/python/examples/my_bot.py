@@ -31,7 +31,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     game = Game.from_tokens(args.token)
     with GostopClient(args.server) as client:
-        print(run_seats(client, game, {seat: (token, MyBot()) for seat, token in game.tokens.items()}))
+        report = run_seats(client, game, {seat: (token, MyBot()) for seat, token in game.tokens.items()})
+    print(report.text())
 
 
 if __name__ == "__main__":

@@ -64,6 +64,44 @@ class RunReport:
     finished: bool = False
     """The match is over."""
     match: MatchSummary | None = None
+    bots: dict[int, str] = field(default_factory=dict)
+    """The name of the bot of each seat played."""
+
+    def text(self) -> str:
+        """The report for a person: the game and how far it went, then per seat the bot, its decisions
+        and the match's points (money, wins) so far; the rounds dealt and stale submissions.
+
+        >>> print(RunReport("g1", {1: 12}, version=30, finished=True, bots={1: "greedy"}).text())
+        game g1: match finished at version 30
+          seat 1 (greedy): 12 decisions
+        """
+        m = self.match
+        head = f"game {self.game_id}: match {'finished' if self.finished else 'not finished'} at version {self.version}"
+        if m is not None:
+            head += f", round {m.round_no}" + (f" of {m.rounds}" if m.rounds else "")
+        lines = [head]
+        seats = sorted(set(self.decisions) | set(range(len(m.points) if m is not None else 0)))
+        for seat in seats:
+            name = self.bots.get(seat)
+            parts = [_count(self.decisions[seat], "decision") if seat in self.decisions else "played elsewhere"]
+            if m is not None:
+                parts.append(f"{m.points[seat]:+d} points")
+                if any(m.money):
+                    parts.append(f"money {m.money[seat]:+d}")
+                parts.append(f"{m.wins[seat]} won, {m.losses[seat]} lost, {m.draws[seat]} drawn")
+            lines.append(f"  seat {seat}{f' ({name})' if name else ''}: {', '.join(parts)}")
+        if self.rounds_started:
+            lines.append(f"{_count(self.rounds_started, 'round')} dealt by this runner")
+        if self.stale:
+            lines.append(f"{_count(self.stale, 'stale submission')} (someone moved first: read again, chose again)")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 class SeatRunner:
@@ -90,7 +128,8 @@ class SeatRunner:
         self.use_watch = watch
         self.poll_interval = poll_interval
         self.on_decision = on_decision
-        self.report = RunReport(self.game_id, {seat: 0 for seat in self.seats})
+        self.report = RunReport(self.game_id, {seat: 0 for seat in self.seats},
+                                bots={seat: bot.name for seat, (_, bot) in self.seats.items()})
         self._reader = self.seats[min(self.seats)][0]
         self._stopped = threading.Event()
         self._stream: WatchStream | None = None

@@ -66,8 +66,5 @@ def bot_command(args: argparse.Namespace) -> int:
     except (GostopError, BotError) as exc:
         sys.stderr.write(f"gostop bot: {exc}\n")
         return 1
-    summary = report.match
-    totals = f", points {list(summary.points)}" if summary is not None else ""
-    out.write(f"done at version {report.version}: {sum(report.decisions.values())} decisions"
-              f"{', match finished' if report.finished else ''}{totals}\n")
+    out.write(report.text() + "\n")
     return 0
