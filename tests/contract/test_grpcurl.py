@@ -1,4 +1,4 @@
-"""The grpcurl examples of ``docs/grpcurl.md``, run against a real server process.
+"""The grpcurl examples of ``docs/grpcurl.md`` (and of ``docs/bot-seats.md``), run against a real server process.
 
 The examples are parsed from the page itself, so the documentation cannot rot: every ```` ```sh ````
 block is run in order with bash (``set -euo pipefail``) against ``python -m gostop serve`` on a free
@@ -33,6 +33,7 @@ pytestmark = pytest.mark.slow
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 DOC: Final = ROOT / "docs" / "grpcurl.md"
+BOT_SEATS_DOC: Final = ROOT / "docs" / "bot-seats.md"
 TOOLS: Final = ROOT / ".tools" / "bin"
 FENCE: Final = re.compile(r"^```(\S*)\s*$")
 STATUS: Final = re.compile(r"^#\s*exit status:\s*(\d+)\s*$", re.MULTILINE)
@@ -132,7 +133,7 @@ def documented_server_keys(text: str) -> tuple[str, str]:
     return m.group(1), m.group(2)
 
 
-async def test_documented_examples_run(tmp_path: Path) -> None:
+def check_tools() -> None:
     grpcurl = TOOLS / "grpcurl"
     if not grpcurl.exists() and shutil.which("grpcurl") is None:
         pytest.fail("grpcurl is not installed: `make test` installs it into .tools/bin (the $(GRPCURL) rule)",
@@ -140,27 +141,58 @@ async def test_documented_examples_run(tmp_path: Path) -> None:
     if shutil.which("jq") is None:
         pytest.fail("jq is not installed (Debian: apt-get install -y jq); the documented examples use it",
                     pytrace=False)
+
+
+def run_examples(doc: Path, port: int, tmp_path: Path, assignments: list[str]) -> list[str]:
+    """Run the ``sh`` examples of ``doc`` in order against the server on ``port``, after
+    ``assignments``; the assignments with those of ``doc`` added."""
+    # The page's own defaults of API_KEY and OPERATOR_KEY apply: the keys of the server it starts.
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("API_KEY", "OPERATOR_KEY")},
+        "PATH": f"{TOOLS}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ADDR": f"127.0.0.1:{port}",
+    }
+    assignments = list(assignments)
+    found = examples(doc.read_text(encoding="utf-8"))
+    assert found, f"{doc.name} has no sh example"
+    for example in found:
+        script = "\n".join(["set -euo pipefail", *assignments, example.script])
+        done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=60, check=False)
+        output = done.stdout + done.stderr
+        where = f"docs/{doc.name} line {example.line}"
+        assert done.returncode == example.status, (
+            f"{where}: exit status {done.returncode}, expected {example.status}\n{output}")
+        if example.expected is not None:
+            missing = unmatched(example.expected, output)
+            assert missing is None, f"{where}: no output line matches {missing!r}\n{output}"
+        assignments += [line for line in example.script.splitlines() if ASSIGNMENT.match(line)]
+    return assignments
+
+
+async def test_documented_examples_run(tmp_path: Path) -> None:
+    check_tools()
     api_key, operator_key = documented_server_keys(DOC.read_text(encoding="utf-8"))
     server = await start_process("", GOSTOP_API_KEYS=api_key, GOSTOP_OPERATOR_KEYS=operator_key)
     try:
-        # The page's own defaults of API_KEY and OPERATOR_KEY apply: the keys of the server it starts.
-        env = {
-            **{k: v for k, v in os.environ.items() if k not in ("API_KEY", "OPERATOR_KEY")},
-            "PATH": f"{TOOLS}{os.pathsep}{os.environ.get('PATH', '')}",
-            "ADDR": f"127.0.0.1:{server.port}",
-        }
-        assignments: list[str] = []
-        for example in examples(DOC.read_text(encoding="utf-8")):
-            script = "\n".join(["set -euo pipefail", *assignments, example.script])
-            done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
-                                  timeout=60, check=False)
-            output = done.stdout + done.stderr
-            where = f"docs/grpcurl.md line {example.line}"
-            assert done.returncode == example.status, (
-                f"{where}: exit status {done.returncode}, expected {example.status}\n{output}")
-            if example.expected is not None:
-                missing = unmatched(example.expected, output)
-                assert missing is None, f"{where}: no output line matches {missing!r}\n{output}"
-            assignments += [line for line in example.script.splitlines() if ASSIGNMENT.match(line)]
+        run_examples(DOC, server.port, tmp_path, [])
+    finally:
+        server.stop()
+
+
+async def test_the_bot_seats_grpcurl_example_sends_the_api_key_regression(tmp_path: Path) -> None:
+    """Regression: docs/bot-seats.md's grpcurl example sent no API key, so the server of
+    docs/grpcurl.md's conventions (one with keys) refused its CreateGame, and the page did not say
+    to add one. Its examples run after the conventions block of docs/grpcurl.md (ADDR, API_KEY),
+    against that server, playing bot seats itself as ``make run`` does (the memory store)."""
+    check_tools()
+    text = DOC.read_text(encoding="utf-8")
+    api_key, operator_key = documented_server_keys(text)
+    assert "grpcurl.md#conventions" in BOT_SEATS_DOC.read_text(encoding="utf-8")
+    conventions = [line for line in examples(text)[0].script.splitlines() if ASSIGNMENT.match(line)]
+    assert [line.split("=", 1)[0] for line in conventions] == ["ADDR", "API_KEY", "OPERATOR_KEY"]
+    server = await start_process("", GOSTOP_API_KEYS=api_key, GOSTOP_OPERATOR_KEYS=operator_key)
+    try:
+        run_examples(BOT_SEATS_DOC, server.port, tmp_path, conventions)
     finally:
         server.stop()
