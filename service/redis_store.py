@@ -25,6 +25,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
+from gostop.service.log_feed import FollowedGame, LogFeed
 from gostop.service.memory_store import (
     REQUEST_SEPARATOR,
     check_fingerprint,
@@ -51,7 +52,8 @@ Client = Redis | RedisCluster
 _SEPARATOR: Final = REQUEST_SEPARATOR.encode()
 
 CREATE_LUA: Final = """
--- KEYS: snap, log, req. ARGV: blob, entry, ttl_ms. Returns 1 if created, 0 if the game exists.
+-- KEYS: snap, log, req, feed (a channel). ARGV: blob, entry, ttl_ms. Returns 1 if created, 0 if
+-- the game exists.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
@@ -61,6 +63,7 @@ redis.call('XADD', KEYS[2], '1-0', 'e', ARGV[2])
 redis.call('HSET', KEYS[1], 'version', '1', 'blob', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.pcall('SPUBLISH', KEYS[4], '1:' .. ARGV[2])
 return 1
 """
 
@@ -102,7 +105,7 @@ return {3, resolved}
 """
 
 COMMIT_LUA: Final = RESOLVE_LUA + """
--- KEYS: snap, log, req.
+-- KEYS: snap, log, req, feed (a channel: the entry is announced there, as "<version>:<entry>").
 -- ARGV: expected_version, blob, entry, ttl_ms, request_id, fingerprint, response, has_blob ('1': blob
 -- is the snapshot at the new version; '0': no snapshot, the last one stays).
 -- Returns {1, new_version} | {2, current_version} | {3, stored request} | {4} | {5, reason}.
@@ -165,6 +168,9 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
+-- A notice, not a write: on a server without sharded pub/sub (or without the right to it) the
+-- commit stands and watchers read the log instead.
+redis.pcall('SPUBLISH', KEYS[4], next_version .. ':' .. ARGV[3])
 return {1, version + 1}
 """
 
@@ -255,6 +261,7 @@ class RedisStore:
         retries: int = 1,
         closers: Sequence[Callable[[], Awaitable[None]]] = (),
         fast: RespClient | None = None,
+        notices: bool = True,
     ) -> None:
         """Wrap ready clients (``from_url`` builds them). ``blocking_client`` serves ``wait_log``
         (default: ``client``); its socket read timeout must exceed ``max_block_ms``.
@@ -266,7 +273,9 @@ class RedisStore:
         ``retries``: how many times reads are retried after a connection error. ``closers``
         are awaited by ``close`` after the clients (e.g. a Sentinel manager's). ``fast``, for a
         standalone server, carries the hot commands (create, load, commit, request lookup) over
-        one pipelined connection instead of ``client`` (see ``service.resp``)."""
+        one pipelined connection instead of ``client`` (see ``service.resp``); with it, and
+        ``notices``, ``wait_log`` waits on commit notices (``service.log_feed``) instead of
+        blocking reads."""
         if "{" in prefix or "}" in prefix:
             raise ValueError("prefix must not contain '{' or '}' (the game id is the hash tag)")
         if max_connections < 1 or max_waiters < 1 or max_block_ms < 1:
@@ -289,8 +298,12 @@ class RedisStore:
         self._commit = client.register_script(COMMIT_LUA)
         self._lookup = client.register_script(LOOKUP_LUA)
         self._fast = fast
+        self._feed: LogFeed | None = None
         if fast is not None:
             self._closers.insert(0, fast.close)
+            if notices:
+                self._feed = LogFeed(fast.open_protocol, self._channel, setup=fast.setup)
+                self._closers.insert(0, self._feed.close)
 
     # -- construction --
 
@@ -355,6 +368,10 @@ class RedisStore:
         check_game_id(game_id)
         base = f"{self._prefix}:{{{game_id}}}"
         return [f"{base}:snap", f"{base}:log", f"{base}:req"]
+
+    def _channel(self, game_id: str) -> str:
+        """The shard channel a game's commits are announced on (``service.log_feed``)."""
+        return f"{self._prefix}:{{{game_id}}}:feed"
 
     @contextlib.asynccontextmanager
     async def _slot(self, semaphore: asyncio.Semaphore, timeout: float) -> AsyncIterator[bool]:
@@ -441,7 +458,7 @@ class RedisStore:
         return await self._direct(command, idempotent=idempotent)
 
     async def create(self, game_id: str, blob: bytes, entry: bytes, ttl_ms: int) -> bool:
-        keys = self._keys(game_id)
+        keys = [*self._keys(game_id), self._channel(game_id)]
         check_ttl(ttl_ms)
         result = await self._script(self._create, keys, [blob, entry, ttl_ms])
         return bool(result)
@@ -477,7 +494,7 @@ class RedisStore:
         fingerprint: str = "",
         response: bytes = b"",
     ) -> CommitResult:
-        keys = self._keys(game_id)
+        keys = [*self._keys(game_id), self._channel(game_id)]
         check_ttl(ttl_ms)
         check_fingerprint(fingerprint)
         args: list[bytes | str | int] = [expected_version, b"" if blob is None else blob, entry, ttl_ms, request_id,
@@ -534,11 +551,59 @@ class RedisStore:
     async def wait_log(
         self, game_id: str, after_version: int, timeout_ms: int, limit: int = 1000
     ) -> list[LogEntry]:
-        log = self._keys(game_id)[1]
+        check_game_id(game_id)
         if limit <= 0:
             return []
         if timeout_ms <= 0:
             return await self.read_log(game_id, after_version, limit)
+        feed = self._feed
+        if feed is None or feed.unsupported:
+            return await self._wait_blocking(game_id, after_version, timeout_ms, limit)
+        game = feed.follow(game_id)
+        try:
+            return await self._wait_announced(feed, game, game_id, after_version, timeout_ms, limit)
+        finally:
+            feed.unfollow(game)
+
+    async def _wait_announced(self, feed: LogFeed, game: FollowedGame, game_id: str, after_version: int,
+                              timeout_ms: int, limit: int) -> list[LogEntry]:
+        """Entries announced after ``after_version``, from memory when the notices carried them;
+        the log is read whenever the notices cannot tell (a new or remade subscription), and
+        every ``poll_ms`` while the feed is down."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while True:
+            wake = game.wake
+            entries = game.entries_after(after_version, limit)
+            if entries is None:
+                confirmed, epoch = game.subscribed, game.epoch  # before the read
+                entries = await self.read_log(game_id, after_version, limit)
+                if confirmed and len(entries) < limit:
+                    game.read_up_to(entries[-1].version if entries else after_version, epoch)
+            remaining = deadline - loop.time()
+            if entries:
+                return entries
+            if remaining <= 0:
+                return await self.read_log(game_id, after_version, limit)  # one last look
+            pause = remaining if feed.live else min(remaining, self._poll_ms / 1000)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(pause):
+                    await wake.wait()
+            if feed.unsupported:  # the subscription was refused: block on the log instead
+                left_ms = int((deadline - loop.time()) * 1000)
+                return await self._wait_blocking(game_id, after_version, max(left_ms, 1), limit)
+
+    @property
+    def followed_games(self) -> int:
+        """How many games this process follows commit notices of (0 without notices)."""
+        return 0 if self._feed is None else self._feed.followed
+
+    async def _wait_blocking(
+        self, game_id: str, after_version: int, timeout_ms: int, limit: int
+    ) -> list[LogEntry]:
+        """Entries after ``after_version`` by ``XREAD BLOCK`` (a connection for each waiter), or
+        by polling when every blocking slot is taken."""
+        log = self._keys(game_id)[1]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         streams: dict[Any, Any] = {log: f"{max(after_version, 0)}-0"}

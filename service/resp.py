@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import Any, cast
 
 import hiredis
@@ -175,6 +176,22 @@ class RespClient:
                 conn.abort(ConnectionError("setup failed"))
                 raise
         return conn
+
+    @property
+    def setup(self) -> list[tuple[Arg, ...]]:
+        """The commands every new connection sends first (AUTH, SELECT)."""
+        return list(self._setup)
+
+    async def open_protocol(self, protocol: Callable[[], asyncio.Protocol]) -> asyncio.BaseTransport:
+        """A new connection to this client's server with another ``protocol`` (a subscriber),
+        bounded by ``connect_timeout``; ``setup`` is for the caller to send."""
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(self.connect_timeout):
+            if self.path:
+                transport, _ = await loop.create_unix_connection(protocol, self.path)
+            else:
+                transport, _ = await loop.create_connection(protocol, self.host, self.port)
+        return transport
 
     async def _connection(self) -> _Connection:
         conn = self._conn

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ from gostop.wire import convert
 from .config import Config
 from .errors import Code, ServiceError, invalid, not_found
 from .repository import Repository, read_entry
+from .store_api import LogEntry
 
 WATCH_POLL_MS = 15000
 """How long one wait for new log entries lasts before the game is checked to still exist."""
@@ -84,6 +86,45 @@ class StreamSlots:
                     del self._open[key]
 
 
+class Renders:
+    """Each log entry's messages for each viewer, made once per process however many streams
+    send them (a seat's own streams, spectators), the most recent ``size`` kept. The entry's
+    bytes are kept with them: a game id used again after expiry has other entries at the same
+    versions."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._docs: OrderedDict[tuple[str, int], tuple[bytes, dict[str, Any]]] = OrderedDict()
+        self._views: OrderedDict[tuple[str, int, int], tuple[bytes, list[pb.WatchGameResponse], bool]] = OrderedDict()
+
+    def messages(self, game_id: str, item: LogEntry, viewer: int) -> tuple[list[pb.WatchGameResponse], bool]:
+        """The messages ``viewer`` may see of ``item``, and whether it finished the match."""
+        key = (game_id, item.version, viewer)
+        view = self._views.get(key)
+        if view is not None and view[0] == item.entry:
+            self._views.move_to_end(key)
+            return view[1], view[2]
+        doc = self._doc(game_id, item)
+        messages = [pb.WatchGameResponse(version=item.version, event=convert.event_to_pb(redact(e, viewer)))
+                    for e in doc["events"]]
+        finished = bool(doc["finished"])
+        self._views[key] = (item.entry, messages, finished)
+        if len(self._views) > self._size:
+            self._views.popitem(last=False)
+        return messages, finished
+
+    def _doc(self, game_id: str, item: LogEntry) -> dict[str, Any]:
+        key = (game_id, item.version)
+        cached = self._docs.get(key)
+        if cached is not None and cached[0] == item.entry:
+            return cached[1]
+        doc = read_entry(item.entry)
+        self._docs[key] = (item.entry, doc)
+        if len(self._docs) > self._size:
+            self._docs.popitem(last=False)
+        return doc
+
+
 class Watches:
     """The WatchGame streams of this process."""
 
@@ -93,6 +134,7 @@ class Watches:
                                    config.max_watch_per_peer)
         self.closing = asyncio.Event()
         """Set when the server begins to drain: open WatchGame streams end at once."""
+        self.renders = Renders()
 
     def begin_shutdown(self) -> int:
         """End every open stream and refuse new ones; how many were open."""
@@ -144,11 +186,11 @@ class Watches:
                         raise not_found(game_id)
                     continue
                 for item in entries:
-                    doc = read_entry(item.entry)
-                    for e in doc["events"]:
-                        yield pb.WatchGameResponse(version=item.version, event=convert.event_to_pb(redact(e, viewer)))
+                    messages, finished = self.renders.messages(game_id, item, viewer)
+                    for message in messages:
+                        yield message
                     after = item.version
-                    if doc["finished"]:
+                    if finished:
                         return
         finally:
             closing.cancel()
