@@ -10,7 +10,10 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
+from .actions import Stop
 from .errors import EngineError
+from .play import apply
+from .settlement import Settlement
 from .state import NO_STACK, Phase, SeatState, State
 from .views import SeatView, View
 
@@ -97,3 +100,22 @@ def _sampled_seat(s: SeatView, hand: tuple[int, ...]) -> SeatState:
         last_go_order=s.last_go_order, turns=s.turns, ppeok_turns=s.ppeok_turns,
         dry_turns=s.dry_turns, sseul=s.sseul, active=s.active,
     )
+
+
+def stop_settlement(v: View) -> Settlement:
+    """The settlement a stop (스톱) would bring now, for the viewer of ``v`` deciding 고 or 스톱: the
+    engine's own settlement of the stop, applied to the view completed by a fixed sample (no hidden
+    card counts in a settlement: it reads piles, 고, 흔들기/폭탄, the carry and the payments, all public).
+
+    >>> from gostop.engine import Phase, Rules, Stop, apply, legal_actions, new_round, view
+    >>> state, _ = new_round(Rules.preset("standard"), seed=1)
+    >>> while state.phase is not Phase.GO_STOP:
+    ...     state, _ = apply(state, legal_actions(state)[0])
+    >>> stop_settlement(view(state, state.to_move)) == apply(state, Stop())[0].settlement
+    True
+    """
+    if v.phase is not Phase.GO_STOP or v.viewer != v.to_move:
+        raise EngineError("only the seat deciding 고 or 스톱 has a stop to settle")
+    done, _ = apply(determinize(v, random.Random(0)), Stop())
+    assert done.settlement is not None
+    return done.settlement

@@ -10,19 +10,25 @@ paid are the product it shows and the net points of the round."""
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import os
 import pty
+import random
 import re
 import select
 import signal
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
+from gostop.engine import Rules, Stop, View, apply, legal_actions, new_match, view
 from gostop.engine.cards import ALL_CARDS, KIND, MONTH, NAME, PI_VALUE, Kind
-from gostop.engine.render import card_name
-from gostop.tools.play import _width
+from gostop.engine.render import card_name, term
+from gostop.engine.state import Phase, State
+from gostop.tools.play import _width, prompt_text
+from gostop.wire import convert
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "(q quits): "
@@ -325,3 +331,59 @@ def test_end_of_input_quits() -> None:
     finally:
         term.kill()
     assert "bye" in term.text
+
+
+# ------------------------------------------------------------------ the go/stop prompt, on its own
+
+GO_STOP_TABLES = [("standard", 2), ("standard", 3), ("classic", 3), ("house", 2), ("house", 3), ("arcade", 2)]
+
+
+def _go_stop_views() -> Iterator[tuple[State, View]]:
+    """States where a seat decides 고 or 스톱 (random play, some 고 on the way, some after a 나가리),
+    with that seat's view as ``gostop play`` gets it: through the wire."""
+    for preset, players in GO_STOP_TABLES:
+        rules = Rules.preset(preset, players=players)
+        for seed in range(12):
+            rng = random.Random(seed)
+            match, _ = new_match(rules, seed)
+            state = match.round if seed % 3 else dataclasses.replace(match.round, carry=True)
+            while state.phase is not Phase.OVER:
+                actions = legal_actions(state)
+                if state.phase is Phase.GO_STOP:
+                    msg = convert.view_to_pb(view(state, state.to_move), match, "game", 1)
+                    yield state, convert.view_from_pb(msg)
+                    if rng.random() < 0.5:
+                        break
+                state, _ = apply(state, actions[rng.randrange(len(actions))])
+
+
+def test_the_go_stop_prompt_shows_the_whole_bill_not_only_the_score_before_multipliers_regression() -> None:
+    """Regression: at 고 or 스톱 the prompt said only "you win 3 before multipliers" where the web table
+    shows the whole bill. Now it shows what the engine's own settlement of a stop gives, payer by
+    payer: the points paid (and their money), the product with every factor named."""
+    seen = 0
+    factors: set[str] = set()
+    for state, v in _go_stop_views():
+        settled = apply(state, Stop())[0].settlement
+        assert settled is not None
+        text = prompt_text(v, {})
+        _lines_fit(text)
+        assert "before multipliers" not in text
+        won = sum(b.pays for b in settled.bills)
+        money = f" (money {won * settled.point_value})" if settled.point_value else ""
+        assert f"if you stop (스톱) now, you win {won} point{'s' * (won != 1)}{money}:" in text, text
+        assert re.search(rf"-> ends the round: you win {won} points? \(the bill above\)$", text, re.M), text
+        for bill in settled.bills:
+            head = re.search(rf"^  seat {bill.seat} (?:pays you {bill.pays} points?|owes you {bill.points} points?, "
+                             rf"paid by seat \d \((?:고박|독박)\))(.*):$", text, re.M)
+            assert head, (bill, text)
+            if settled.point_value and bill.pays == bill.points:
+                assert head.group(1) == f" (money {bill.pays * settled.point_value})"
+            named = [*settled.winner_factors, *bill.factors]
+            product = "".join(f" × {f.value} ({term(f.name)})" for f in named)
+            points = f"points: {settled.go_score}{product} = {bill.points}" if named else f"points: {bill.points}"
+            assert f"\n    {points}\n" in text, (points, text)
+            factors.update(f.name for f in named)
+        seen += 1
+    assert seen >= 40
+    assert {"shake_bomb", "pibak", "gwangbak", "nagari_carry"} <= factors  # the cases cover the factors

@@ -43,6 +43,7 @@ from gostop.engine import (
 )
 from gostop.engine import events as ev
 from gostop.engine.cards import GUKJIN, NAME, PI_VALUE, month_name
+from gostop.engine.determinize import stop_settlement
 from gostop.engine.render import (
     card_name,
     card_names,
@@ -66,6 +67,7 @@ __all__ = [
     "add_play_arguments",
     "play",
     "play_command",
+    "prompt_text",
     "settlement_screen",
     "table_text",
 ]
@@ -235,7 +237,8 @@ def _decision_text(view: View) -> str:
         return f"the flipped {card_name(p.flipped)} matches two floor cards: which one do you take?"
     if p.phase is Phase.GO_STOP:
         me = view.seats[view.viewer]
-        return f"you have {me.score.total} points ({me.gos}고 so far): go on (고) or stop (스톱)?"
+        so_far = f"{me.gos}고 so far" if me.gos else "no 고 yet"
+        return f"you have {me.score.total} points ({so_far}): go on (고) or stop (스톱)?"
     if p.phase is Phase.GUKJIN:
         return "you took 국진 (9월 열끗): keep it as a 열끗 or count it as a 쌍피?"
     if p.phase is Phase.SIT_OUT:
@@ -269,11 +272,10 @@ def _hint(view: View, action: Action) -> str:
     if isinstance(action, FlipOnly):
         return "plays no card: flips from the stock"
     me = view.seats[view.viewer]
-    if isinstance(action, Stop) and view.rules is not None:
-        points = go_score(me.score.total, me.gos, view.rules.go_scoring)
-        return f"ends the round: you win {points} before multipliers"
+    if isinstance(action, Stop):
+        return f"ends the round: you win {_plural(_won(stop_settlement(view)), 'point')} (the bill above)"
     if isinstance(action, Go) and view.rules is not None:
-        more = "" if not view.rules.gobak else "; 고박 if you lose"
+        more = "" if not view.rules.gobak else f"; {_gobak(view.rules)} if you lose"
         return f"play on as {me.gos + 1}고{more}"
     return ""
 
@@ -459,7 +461,7 @@ def _gobak(rules: Rules | None) -> str:
 def _bill_lines(s: Settlement, bill: Bill, view: View, say: _Speaker) -> list[str]:
     """One payer's breakdown: this loser's 박 (each applied or not, and why), then the product of
     the winner's points and every multiplier, and what this seat pays."""
-    head = f"{say(bill.seat, 'pay', 'pays')} {say(s.winner)} {_plural(bill.pays, 'point')}:"
+    head = f"{say(bill.seat, 'pay', 'pays')} {say(s.winner)} {_plural(bill.pays, 'point')}{_money(s, bill.pays)}:"
     payer = next((b.seat for b in s.bills if bill.seat in b.covers and b.seat != bill.seat), -1)
     if payer >= 0:
         head = (f"{say(bill.seat, 'owe', 'owes')} {say(s.winner)} {_plural(bill.points, 'point')}, "
@@ -473,6 +475,30 @@ def _bill_lines(s: Settlement, bill: Bill, view: View, say: _Speaker) -> list[st
         rows.append(f"total: {bill.points} + " + " + ".join(f"{b.points} for {say(b.seat)}" for b in covered)
                     + f" = {bill.pays}")
     return [head] + [f"  {r}" for r in rows]
+
+
+def _money(s: Settlement, points: int) -> str:
+    """`` (money 1400)``: the money of ``points`` where the rules give a point a value (else nothing)."""
+    return f" (money {points * s.point_value})" if s.point_value else ""
+
+
+def _won(s: Settlement) -> int:
+    """The points the winner's bills pay it (instant payments aside)."""
+    return sum(b.pays for b in s.bills)
+
+
+def _stop_bill(view: View, names: dict[int, str]) -> list[str]:
+    """The whole bill of a stop now, as the engine would settle it (``determinize.stop_settlement``),
+    in the words of the settlement screen: what the win is worth (score by category, 고, the
+    winner's multipliers, each applied or not and why), then each payer's bill (its 박, the product
+    with every factor named, the points and their money)."""
+    s = stop_settlement(view)
+    say = _Speaker(view.viewer, names)
+    lines = [f"if you stop (스톱) now, you win {_plural(_won(s), 'point')}{_money(s, _won(s))}:"]
+    lines += [f"  {line}" for row in _winner_lines(s, view, say) for line in row.split("\n")]
+    for bill in s.bills:
+        lines += [f"  {line}" for line in _bill_lines(s, bill, view, say)]
+    return lines
 
 
 def settlement_screen(view: View, match: MatchSummary, names: dict[int, str]) -> str:
@@ -606,11 +632,22 @@ def _show_events(screen: _Screen, feed: _Feed, until: int, wait: float = 2.0) ->
         _say_event(screen, feed.take())
 
 
+def prompt_text(view: View, names: dict[int, str]) -> str:
+    """The viewer's decision: what it is about (at 고 or 스톱, the whole bill of a stop now), then
+    the numbered legal actions, each with what it does."""
+    lines = [_decision_text(view)]
+    if view.pending is not None and view.pending.phase is Phase.GO_STOP:
+        lines += _stop_bill(view, names)
+    lines += _menu(view)
+    wrapped: list[str] = []
+    for line in lines:
+        wrapped += [line] if _width(line) < WIDTH else _wrap_text(line, hang=2)
+    return "\n".join(wrapped)
+
+
 def _choose(screen: _Screen, view: View) -> Action:
-    screen.say(_decision_text(view))
+    screen.say(prompt_text(view, screen.names))
     actions = view.legal_actions
-    for line in _menu(view):
-        screen.say(line)
     while True:
         answer = screen.ask(f"choose 1-{len(actions)} (q quits): ")
         if answer.isdigit() and 1 <= int(answer) <= len(actions):
