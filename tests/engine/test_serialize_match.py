@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -41,6 +42,7 @@ from gostop.engine.rng import Rng
 from gostop.engine.serialize import encode, plays_json, to_data
 from gostop.engine.settlement import Settlement
 from gostop.tools.cli import main
+from gostop.tools.play import _width
 
 ALL_CONFIGS: list[tuple[str, int]] = [
     ("standard", 2), ("standard", 3), ("simple", 2), ("classic", 2), ("classic", 3), ("classic", 4),
@@ -533,8 +535,8 @@ def test_cli_demo(preset: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert f"preset {preset}" in out
     assert "seed 3" in out
-    assert "settlement: " in out
-    assert "net points: " in out
+    assert " round over " in out
+    assert "net points this round: " in out or "나가리: nobody wins" in out
     assert main(["demo", "--seed", "3", "--preset", preset]) == 0
     assert capsys.readouterr().out == out  # deterministic
 
@@ -543,14 +545,36 @@ def test_cli_demo_default_preset(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--seed", "3"]) == 0
     out = capsys.readouterr().out
     assert "preset standard, 2 players, seed 3" in out
-    assert "settlement: " in out
+    assert " round over " in out
 
 
 def test_cli_demo_players(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--seed", "3", "--preset", "classic", "--players", "4"]) == 0
     out = capsys.readouterr().out
     assert "4 players" in out
-    assert "settlement: " in out
+    assert " round over " in out
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_demo_names_cards_in_korean_as_play_does_not_in_romanised_codes_regression(
+        preset: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: ``gostop demo`` named cards by their codes and terms in romanised words
+    ("12-ssangpi", "gwang 2, tti 1") where ``gostop play`` and the web table say 비쌍피 and 광 2.
+    It speaks in the person's voice of ``render`` now, with play's table and settlement screen."""
+    from gostop.engine.render import card_name
+
+    assert main(["demo", "--seed", "3", "--preset", preset]) == 0
+    out = capsys.readouterr().out
+    romanised = re.compile(r"\b(gwang|bigwang|yeol|tti|pi|ssangpi|sseuripi|godori|hongdan|cheongdan|chodan|sseul|"
+                           r"ppeok|jappeok|jjok|ttadak|pibak|gwangbak|gobak|meongbak|nagari|chongtong|shake_bomb)\b")
+    assert not romanised.search(out), romanised.search(out)
+    assert not re.search(r"\b\d\d-[a-z]+\b|\bbonus-", out), "no card codes"
+    names = {card_name(c) for c in range(51)}
+    played = re.findall(r"^seat \d (?:plays|flips) (.+?)(?: shaking \(흔들기\))?$", out, re.M)
+    assert played and set(played) <= names, set(played) - names
+    assert re.search(r"^  seat 0 holds: ", out, re.M) and re.search(r"^  floor: ", out, re.M)  # the deal, by name
+    for line in out.splitlines():
+        assert _width(line) <= 80, line
 
 
 def test_to_data_of_dataclasses_without_fields_or_with_one_regression() -> None:

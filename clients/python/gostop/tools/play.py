@@ -65,6 +65,7 @@ from gostop.wire.convert import MatchSummary, event_from_pb, match_from_pb, view
 __all__ = [
     "Quit",
     "add_play_arguments",
+    "event_lines",
     "play",
     "play_command",
     "prompt_text",
@@ -305,11 +306,18 @@ def _names_in(text: str, names: dict[int, str]) -> str:
     return text
 
 
-def _event_text(event: ev.Event, names: dict[int, str]) -> str | None:
-    """One event as a person reads it (``render.person_voice``); none for the settlement, which has its screen."""
+def event_lines(event: ev.Event, names: dict[int, str], *, hands: bool = False) -> list[str]:
+    """One event as a person reads it (``render.person_voice``), in lines that fit the screen; none
+    for the settlement, which has its screen (``settlement_screen``). ``hands``: a deal also lists
+    every hand and the floor, for a watcher who sees them all (``gostop demo``)."""
     if isinstance(event, ev.RoundSettled):
-        return None
-    return event_line(event, person_voice(names))
+        return []
+    lines = [part for line in event_line(event, person_voice(names)).splitlines() for part in _wrap_text(line)]
+    if hands and isinstance(event, ev.Dealt):
+        for seat, hand in enumerate(event.hands):
+            lines += _listed(f"  {seat_label(seat, names)} holds: ", [card_name(c) for c in sorted(hand)])
+        lines += _listed("  floor: ", [card_name(c) for c in sorted(event.floor)] or ["(empty)"])
+    return lines
 
 
 def _by_seat(head: str, values: Sequence[int], viewer: int, names: dict[int, str]) -> list[str]:
@@ -613,11 +621,8 @@ class _Screen:
 
 
 def _say_event(screen: _Screen, item: pb.WatchGameResponse) -> None:
-    text = _event_text(event_from_pb(item.event), screen.names)
-    if text is not None:
-        for line in text.splitlines():
-            for part in _wrap_text(line):
-                screen.say(part)
+    for line in event_lines(event_from_pb(item.event), screen.names):
+        screen.say(line)
 
 
 def _show_events(screen: _Screen, feed: _Feed, until: int, wait: float = 2.0) -> None:
