@@ -312,31 +312,39 @@ class GostopClient @JvmOverloads constructor(
                 withContext(NonCancellable) { stream.receiveClose() }
                 throw closedError()
             }
-            val failure: GostopException = try {
+            var failure: GostopException? = null
+            try {
                 val request = WatchGameRequest.newBuilder().setGameId(gameId).setAfterVersion(progress.resume()).build()
                 stream.sendAndClose(request)
-                for (item in stream.responseChannel()) {
+                val items = stream.responseChannel().iterator()
+                while (failure == null) {
+                    // Only the stream's failures are caught here: the collector's own (from emit) go up.
+                    val item: WatchGameResponse? = try {
+                        if (items.hasNext()) items.next() else null
+                    } catch (e: CancellationException) {
+                        if (closed) throw closedError(e)
+                        throw e
+                    } catch (e: Throwable) {
+                        if (closed) throw closedError(e)
+                        failure = GostopException.from(e)
+                        continue
+                    }
+                    if (item == null) {
+                        if (closed) throw closedError()
+                        progress.finish()
+                        return@flow
+                    }
                     if (progress.accept(item)) {
                         backoff.reset()
                         emit(item)
                     }
                 }
-                if (closed) throw closedError()
-                progress.finish()
-                return@flow
-            } catch (e: GostopException) {
-                e
-            } catch (e: CancellationException) {
-                if (closed) throw closedError(e)
-                throw e
-            } catch (e: Throwable) {
-                if (closed) throw closedError(e)
-                GostopException.from(e)
             } finally {
                 streams.remove(stream)
                 withContext(NonCancellable) { runCatching { stream.receiveClose() } }
             }
-            val wait = backoff.after(failure) ?: throw failure
+            val broken = checkNotNull(failure)
+            val wait = backoff.after(broken) ?: throw broken
             progress.reconnects += 1
             delay(wait)
         }
