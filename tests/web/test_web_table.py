@@ -599,3 +599,158 @@ def test_invite_links_seat_each_person(browser: Browser, open_server: WebServer)
     finally:
         host.close()
         guest.close()
+
+
+# ------------------------------------------------------------------ one screen, every size
+
+SIZES: dict[str, ViewportSize] = {
+    "phone": {"width": 390, "height": 844},
+    "phone-landscape": {"width": 844, "height": 390},
+    "desktop": {"width": 1280, "height": 800},
+}
+
+BOXES_SCRIPT = """() => {
+  const box = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const all = (sel) => [...document.querySelectorAll(sel)].filter((el) => el.getClientRects().length > 0);
+  const regions = {};
+  const name = (sel, el, i) => `${sel}#${i}`;
+  for (const sel of ['.table-bar', '[data-testid=table] .opponent', '.floor-months', '[data-testid=stock]',
+                     '[data-testid=mine-info]', '[data-testid=decision]', '[data-testid=hand]']) {
+    all(sel).forEach((el, i) => { regions[name(sel, el, i)] = box(el); });
+  }
+  const inside = {};
+  for (const sel of ['[data-testid=choice]', '[data-testid=choice-aux]', '[data-testid=hand-card]',
+                     '[data-testid=next-round]', '[data-testid=settlement]', '[data-testid=settlement] .choices',
+                     '[data-testid=show-settlement]', '[data-testid=leave]']) {
+    all(sel).forEach((el, i) => { inside[name(sel, el, i)] = box(el); });
+  }
+  const floorCards = [...document.querySelectorAll('.month-group')].map((g) => [...g.querySelectorAll('.card')].map(box));
+  const d = document.documentElement;
+  return { regions, inside, floorCards, scroll: [d.scrollWidth - d.clientWidth, d.scrollHeight - d.clientHeight],
+           viewport: [window.innerWidth, window.innerHeight] };
+}"""
+
+
+def overlap(a: list[float], b: list[float]) -> float:
+    """The area two boxes share (0 when they only touch)."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def assert_fits(page: Page, where: str) -> None:
+    """At every size: no scrolling; the table's regions and the prompt's buttons inside the viewport;
+    no two regions overlapping; no floor card covering another of its month."""
+    for size_name, size in SIZES.items():
+        page.set_viewport_size(size)
+        page.wait_for_timeout(250)  # the layout and the hand's small transitions
+        got = page.evaluate(BOXES_SCRIPT)
+        shot(page, f"fit-{where}-{size_name}.png")
+        at = f"{where} at {size_name}"
+        assert got["scroll"][0] <= 0 and got["scroll"][1] <= 0, f"{at}: the page scrolls by {got['scroll']}"
+        width, height = got["viewport"]
+        modal = "[data-testid=settlement]#0" in got["inside"]
+        boxes = {**({} if modal else got["regions"]), **got["inside"]}
+        for label, (left, top, right, bottom) in boxes.items():
+            assert left >= -1 and top >= -1 and right <= width + 1 and bottom <= height + 1, \
+                f"{at}: {label} at {(left, top, right, bottom)} is outside {width}x{height}"
+        if not modal:
+            regions = list(got["regions"].items())
+            for i, (a_name, a) in enumerate(regions):
+                for b_name, b in regions[i + 1:]:
+                    assert overlap(a, b) <= 1, f"{at}: {a_name} overlaps {b_name}"
+        for group in got["floorCards"]:
+            for i in range(1, len(group)):
+                assert overlap(group[i - 1], group[i]) <= 1, f"{at}: a floor card covers the one before it"
+
+
+def layout_deal() -> pb.Deal:
+    """An arcade deal on which seat 0 meets every prompt (seat 1 plays its lowest legal action):
+    turn 1, 1월 광 onto the two 1월 피 (the two-card choice); turn 2, 국진 onto 9월 피 (국진);
+    turn 3, three 5월 cards and none on the floor (흔들기) and three 6월 cards with the fourth on
+    the floor (폭탄), then 3월 광 onto 3월 피; turn 4, 8월 광 onto 8월 피: three 광, go/stop."""
+    hands = [[0, 32, 8, 28, 16, 17, 18, 20, 21, 22], [5, 6, 13, 14, 24, 25, 26, 44, 45, 47]]
+    floor = [2, 3, 34, 10, 30, 41, 46, 23]
+    stock = [36, 42, 4, 43, 38, 39, 1, 7, 9, 11, 15, 19, 12, 27, 29, 31, 33, 35, 40, 37]
+    assert sorted([*hands[0], *hands[1], *floor, *stock]) == list(range(48))
+    return pb.Deal(hands=[pb.Hand(cards=h) for h in hands], floor=floor, stock=stock, dealer=0)
+
+
+@pytest.mark.parametrize("touch", [False, True], ids=["mouse", "touch"])
+def test_every_prompt_fits_one_screen(browser: Browser, operator_server: WebServer, touch: bool) -> None:
+    """Phone upright (390x844), phone sideways (844x390) and desktop (1280x800): at every prompt of a
+    scripted round — play, the two-card choice, 국진, 흔들기, 폭탄, go/stop, the settlement — the
+    table and the prompt fit the viewport, nothing scrolls and nothing overlaps (bounding boxes).
+    On a touch screen the prompts speak of taps, not number keys."""
+    with GostopClient(operator_server.target, operator_key=OPERATOR_KEY) as client:
+        game = client.create_game("arcade", 2, deal=layout_deal(), rounds=2)
+        context = browser.new_context(viewport=SIZES["phone"], locale="ko-KR", has_touch=touch, is_mobile=touch)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        where = "touch" if touch else "mouse"
+
+        def opponent_moves() -> None:
+            while True:
+                view = client.get_game(game, 1)
+                if view.phase == pb.PHASE_OVER or view.to_move != 1:
+                    return
+                client.submit_action(game, 1, view.legal_actions[0].id, expected_version=view.version)
+
+        def act(selector: str) -> None:
+            before = table_attr(page, "version")
+            page.click(selector)
+            wait_version_after(page, before)
+
+        def pick(card: int) -> None:
+            page.click(f"[data-testid=hand-card][data-card='{card}']")
+            page.wait_for_selector("[data-testid=choice]:not([disabled])", timeout=WAIT_MS)
+
+        try:
+            page.goto(f"{operator_server.url}#/g/{game.game_id}/0?t={game.token(0)}")
+            page.wait_for_selector("[data-testid=hand-card]:not([disabled])", timeout=WAIT_MS)
+            prompt = page.locator("[data-testid=decision]").inner_text()
+            if touch:
+                assert "누르세요" in prompt and "숫자" not in prompt, prompt
+                assert not page.locator("[data-testid=hand-card] .key").first.is_visible()
+            else:
+                assert "숫자 키" in prompt, prompt
+            assert_fits(page, f"{where}-play")
+            pick(0)
+            assert_fits(page, f"{where}-picked")
+            act("[data-testid=choice][data-action='0']")
+            assert table_attr(page, "phase") == "CHOOSE_HAND"
+            assert_fits(page, f"{where}-choose")
+            act("[data-testid=choice][data-action='162']")
+            opponent_moves()
+            wait_for_my_move(page)
+            pick(32)
+            act("[data-testid=choice][data-action='32']")
+            page.wait_for_selector("[data-testid=gukjin-detail]", timeout=WAIT_MS)
+            assert_fits(page, f"{where}-gukjin")
+            act("[data-testid=choice][data-action='221']")
+            opponent_moves()
+            wait_for_my_move(page)
+            pick(16)
+            assert page.locator("[data-testid=choice][data-action='80']").count() == 1  # 흔들기
+            assert_fits(page, f"{where}-shake")
+            pick(20)
+            assert page.locator("[data-testid=choice][data-action='134']").count() == 1  # 폭탄 (6월)
+            assert_fits(page, f"{where}-bomb")
+            pick(8)
+            act("[data-testid=choice][data-action='8']")
+            opponent_moves()
+            wait_for_my_move(page)
+            pick(28)
+            act("[data-testid=choice][data-action='28']")
+            page.wait_for_selector("[data-testid=gostop-detail]", timeout=WAIT_MS)
+            assert_fits(page, f"{where}-gostop")
+            act("[data-testid=choice][data-action='231']")
+            page.wait_for_selector("[data-testid=settlement]", timeout=WAIT_MS)
+            page.wait_for_timeout(300)
+            assert_fits(page, f"{where}-settlement")
+            # Closed, the settlement leaves a button in the bar that covers nothing.
+            page.click("[data-testid=settlement] header button")
+            page.wait_for_selector("[data-testid=show-settlement]", timeout=WAIT_MS)
+            assert_fits(page, f"{where}-over")
+            assert errors == []
+        finally:
+            context.close()

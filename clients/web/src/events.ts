@@ -27,13 +27,48 @@ function month(m: number): string {
 const YOU_VERBS: Record<string, string> = {
   plays: "play", flips: "flip", captures: "capture", takes: "take", goes: "go", wins: "win", loses: "lose",
   sits: "sit", sells: "sell", uses: "use", keeps: "keep", makes: "make", pays: "pay", stacks: "stack", shakes: "shake",
+  has: "have", holds: "hold",
 };
 
-/** English agreement for the viewer, who is "You": "You plays" → "You play", "its own" → "your own". */
-function agree(line: string): string {
-  return line
-    .replace(/\bYou (\w+)\b/g, (all, verb: string) => (YOU_VERBS[verb] ? `You ${YOU_VERBS[verb]}` : all))
-    .replace(/\bYou take its own\b/, "You take your own");
+/**
+ * English agreement for the viewer, who is "You": "You plays" → "You play" (every verb of the
+ * sentence whose subject is You), "You's" → "your", and "you" inside a sentence.
+ */
+export function agree(line: string): string {
+  const lead = /^\s*/.exec(line)?.[0] ?? "";
+  let body = line.slice(lead.length);
+  if (body.startsWith("You ")) {
+    // The subject is the viewer: its verbs, joined by "and", agree with it.
+    body = body.replace(/^You (\w+)/, (all, verb: string) => (YOU_VERBS[verb] ? `You ${YOU_VERBS[verb]}` : all));
+    body = body.replace(/\band (\w+)\b/g, (all, verb: string) => (YOU_VERBS[verb] ? `and ${YOU_VERBS[verb]}` : all));
+    body = body.replace(/\bits own\b/g, "your own");
+  }
+  body = body
+    .replace(/^You's\b/, "Your")
+    .replace(/(.)\bYou's\b/g, "$1your")
+    .replace(/(.)\bYou\b/g, "$1you");
+  return lead + body;
+}
+
+/** "1 point", "2 points" (English); "1점" (Korean). */
+export function points(n: number | bigint): string {
+  if (lang() === "ko") return `${n}점`;
+  return `${n} point${n === 1 || n === 1n ? "" : "s"}`;
+}
+
+/** A seat's name inside an English sentence: "you" for the viewer, else the name as it is. */
+export function inSentence(name: string): string {
+  return name === "You" ? "you" : name;
+}
+
+/** A seat's name with its possessive: "your" for the viewer, "Seat 1's" for another. */
+export function possessive(name: string): string {
+  return name === "You" ? "your" : `${name}'s`;
+}
+
+/** "has" or "have", as the seat's name asks. */
+export function has(name: string): string {
+  return name === "You" ? "have" : "has";
 }
 
 /** One line of the log; "" for events that only matter to the machinery. */
@@ -102,7 +137,7 @@ function eventText(event: Event, seat: SeatName): string {
     case "ttadak":
       return ko ? `  따닥! (${month(k.value.month)})${k.value.steals ? "" : " 피 안 뺏음"}` : `  따닥! (${month(k.value.month)})${k.value.steals ? "" : ", no steal"}`;
     case "sseul": {
-      const extra = k.value.points ? (ko ? ` +${k.value.points}점` : ` +${k.value.points} point`) : k.value.steals ? "" : ko ? " 피 안 뺏음" : ", no steal";
+      const extra = k.value.points ? ` +${points(k.value.points)}` : k.value.steals ? "" : ko ? " 피 안 뺏음" : ", no steal";
       return ko ? `  쓸! ${seat(k.value.seat)}${extra}` : `  쓸 (sweep)! ${seat(k.value.seat)}${extra}`;
     }
     case "piStolen": {
@@ -120,7 +155,7 @@ function eventText(event: Event, seat: SeatName): string {
       // Only a score that counts is worth a line (a pile growing below the first point is not).
       const e = k.value;
       if (e.total <= 0) return "";
-      return ko ? `  ${seat(e.seat)}: ${e.total}점` : `  ${seat(e.seat)}: ${e.total} points`;
+      return `  ${seat(e.seat)}: ${points(e.total)}`;
     }
     case "wentGo":
       return ko ? `${seat(k.value.seat)}: ${k.value.count}고! (${k.value.base}점)` : `${seat(k.value.seat)}: ${k.value.count}고 (go) at ${k.value.base}!`;
@@ -138,7 +173,7 @@ function eventText(event: Event, seat: SeatName): string {
     case "instantWin":
       return ko
         ? `${seat(k.value.seat)}: ${term(k.value.reason)}로 즉시 승리 (${k.value.points}점)`
-        : `${seat(k.value.seat)} wins at once: ${term(k.value.reason)} (${k.value.points} points)`;
+        : `${seat(k.value.seat)} wins at once: ${term(k.value.reason)} (${points(k.value.points)})`;
     case "instantLoss":
       return ko ? `${seat(k.value.seat)}: ${term(k.value.reason)}로 즉시 패배` : `${seat(k.value.seat)} loses at once: ${term(k.value.reason)}`;
     case "nagari":
@@ -147,7 +182,9 @@ function eventText(event: Event, seat: SeatName): string {
       const s = k.value.settlement;
       if (s === undefined) return "";
       if (s.winner < 0) return ko ? "판 끝: 나가리" : "Round over: 나가리";
-      return ko ? `판 끝: ${seat(s.winner)} 승리, ${s.goScore}점` : `Round over: ${seat(s.winner)} wins, ${s.goScore} points`;
+      // What the winner collects: the bills as paid (multipliers and 박 included), not the go score.
+      const paid = s.bills.reduce((sum, b) => sum + BigInt(b.pays), 0n);
+      return ko ? `판 끝: ${seat(s.winner)} 승리, ${points(paid)}` : `Round over: ${seat(s.winner)} wins ${points(paid)}`;
     }
     default:
       return "";

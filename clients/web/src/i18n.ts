@@ -52,7 +52,7 @@ const STRINGS = {
   share: { ko: "공유", en: "Share" },
   dealer: { ko: "선", en: "선 (leads)" },
   captures: { ko: "먹을 수 있음", en: "captures" },
-  takes: { ko: "{0}을(를) 먹음", en: "takes {0}" },
+  takes: { ko: "{0} 먹음", en: "takes {0}" },
   laysDown: { ko: "바닥에 깔림 (먹는 패 없음)", en: "lies on the floor (takes nothing)" },
   choosesOne: { ko: "두 장 중 하나를 고름: {0}", en: "choose one of two: {0}" },
   takesStack: { ko: "뻑 더미 {0}장을 모두 먹음", en: "takes the whole stack of {0}" },
@@ -76,8 +76,8 @@ const STRINGS = {
   bombYes: { ko: "폭탄 (세 장 모두)", en: "Bomb (all three)" },
   bombNo: { ko: "이 패만 내기", en: "Play this card only" },
   choosePrompt: { ko: "어느 패를 먹을까요?", en: "Which card do you take?" },
-  chooseHand: { ko: "낸 패 {0}가 바닥의 두 장과 맞습니다.", en: "Your {0} matches two floor cards." },
-  chooseFlip: { ko: "뒤집은 패 {0}가 바닥의 두 장과 맞습니다.", en: "The flipped {0} matches two floor cards." },
+  chooseHand: { ko: "낸 패 {0}: 바닥의 두 장과 맞습니다.", en: "Your {0} matches two floor cards." },
+  chooseFlip: { ko: "뒤집은 패 {0}: 바닥의 두 장과 맞습니다.", en: "The flipped {0} matches two floor cards." },
   gukjinPrompt: { ko: "국진: 열끗으로 둘까요, 쌍피로 쓸까요?", en: "국진: keep it as a 열끗 or use it as a 쌍피?" },
   gukjinKeep: { ko: "열끗으로 두기", en: "Keep as 열끗" },
   gukjinConvert: { ko: "쌍피로 바꾸기 (되돌릴 수 없음)", en: "Make it a 쌍피 (for good)" },
@@ -135,10 +135,31 @@ const STRINGS = {
   spareFlips: { ko: "빈 내기 {0}", en: "빈 내기 {0}" },
   sittingOut: { ko: "쉬는 중", en: "sitting out" },
   error: { ko: "오류", en: "Error" },
-  notFound: { ko: "게임을 찾을 수 없습니다", en: "Game not found" },
+  notFound: { ko: "이 게임은 더 이상 없습니다", en: "This game no longer exists" },
+  notFoundHint: {
+    ko: "서버가 다시 시작되었거나 게임이 지워졌습니다. 대기실에서 새 게임을 만드세요.",
+    en: "The server restarted or the game was removed. Start a new one from the lobby.",
+  },
+  needsKey: {
+    ko: "이 서버는 게임을 만들 때 API 키가 필요합니다: \"고급\"에 키를 넣으세요.",
+    en: "This server needs an API key to create a game: enter it under \"Advanced\".",
+  },
+  keyRefused: {
+    ko: "이 서버가 그 API 키를 받지 않습니다: \"고급\"의 키를 확인하세요.",
+    en: "This server does not accept that API key: check it under \"Advanced\".",
+  },
+  inviteSecret: {
+    ko: "초대 링크에는 그 자리의 비밀 토큰이 있습니다: 그 사람에게만 보내세요. 링크가 있으면 누구나 그 자리에서 둡니다.",
+    en: "Each invite link holds that seat's secret token: send it to its player only. Anyone with the link plays that seat.",
+  },
+
   keys: {
     ko: "키보드: 숫자 = 선택, Enter = 확정, Esc = 취소, L = 기록",
     en: "Keys: numbers choose, Enter confirms, Esc cancels, L log",
+  },
+  selectCardTouch: {
+    ko: "낼 패를 누르세요 (한 번 더 누르면 냅니다)",
+    en: "Tap a card to play (tap again to play it)",
   },
   langSwitch: { ko: "English", en: "한국어" },
   gwangCount: { ko: "광 {0}장", en: "{0} 광" },
@@ -179,7 +200,7 @@ export function setLang(next: Lang): void {
   } catch {
     // not kept: the choice still applies to this page
   }
-  document.documentElement.lang = next;
+  if (typeof document !== "undefined") document.documentElement.lang = next;
 }
 
 /** The label `key` in the current language, with {0}, {1}… replaced by `args`. */

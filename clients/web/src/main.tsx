@@ -17,8 +17,13 @@ function App(): JSX.Element {
   const [, setLanguage] = useState(lang());
   useEffect(() => {
     const onHash = (): void => setRoute(currentRoute());
+    const onLang = (): void => setLanguage(lang());
     window.addEventListener("hashchange", onHash);
-    return () => window.removeEventListener("hashchange", onHash);
+    window.addEventListener("gostop-lang", onLang);
+    return () => {
+      window.removeEventListener("hashchange", onHash);
+      window.removeEventListener("gostop-lang", onLang);
+    };
   }, []);
   useEffect(() => {
     document.title = route.name === "table" ? `${t("title")} · ${route.gameId}` : `${t("title")} · ${t("lobby")}`;

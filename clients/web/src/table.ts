@@ -9,7 +9,10 @@
 //   loses nothing and shows nothing twice; the log is kept in the tab's sessionStorage.
 // - Actions: only ids of the view's legal actions, at the view's version, each with a request id
 //   kept for its retries (a call the network dropped is sent again with it: applied once).
-// - A seat token the server refuses leaves the table watching, as a spectator.
+// - A seat token the server refuses leaves the table watching, as a spectator; a game the server
+//   no longer has (a restart of a memory store) ends the table with a way back to the lobby.
+// - A broken stream is retried with a growing pause; an answer that cannot change on a retry
+//   (unknown game, refused credentials) stops the retries.
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 
 import {
@@ -79,6 +82,16 @@ function transient(error: unknown): boolean {
   return (e.reason ?? "") === "" && (e.code === Code.Unknown || e.code === Code.Unavailable || e.code === Code.DeadlineExceeded);
 }
 
+/** An answer a retry cannot change: the game, the seat or the request is refused as such. */
+function permanent(error: unknown): boolean {
+  const e = error as Partial<GostopError>;
+  return e.code === Code.NotFound || e.code === Code.Unauthenticated || e.code === Code.PermissionDenied ||
+    e.code === Code.InvalidArgument;
+}
+
+/** The longest pause between two tries of a broken stream. */
+const MAX_DELAY_MS = 15_000;
+
 /** Runs `call`, again after a pause while it fails for a transient reason (at most `tries` times in all). */
 async function retrying<T>(call: () => Promise<T>, signal: AbortSignal, tries = 4): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -134,17 +147,7 @@ export class Table {
     try {
       first = await retrying(() => api(savedApiKey()).getGame(this.state.gameId, this.auth()), this.abort.signal);
     } catch (error) {
-      const e = error as GostopError;
-      if (e.code === Code.NotFound || e.reason === "GAME_NOT_FOUND" || e.reason === "MALFORMED_GAME_ID") {
-        this.set({ notFound: true, connection: "ended" });
-        return;
-      }
-      if (e.code === Code.Unauthenticated && this.state.token !== undefined) {
-        // A token this server no longer accepts (another server, a new secret): watch instead.
-        forgetToken(this.state.gameId);
-        this.set({ token: undefined, notice: "tokenRefused" });
-        return this.open();
-      }
+      if (permanent(error)) return this.refused(error);
       this.set({ error: describeError(error) });
       return;
     }
@@ -168,6 +171,29 @@ export class Table {
     void this.watch(first.version);
   }
 
+  /**
+   * A refusal no retry mends. An unknown game ends the table; a seat token the server no longer
+   * accepts (a new secret) is dropped and the game opened again to watch — where a restarted
+   * server has lost the game too, that ends the table.
+   */
+  private async refused(error: unknown): Promise<void> {
+    if (this.abort.signal.aborted) return;
+    const e = error as GostopError;
+    if (e.code === Code.Unauthenticated && this.state.token !== undefined) {
+      forgetToken(this.state.gameId);
+      this.set({ token: undefined, notice: "tokenRefused", error: undefined });
+      return this.open();
+    }
+    if (e.code === Code.NotFound || e.code === Code.Unauthenticated) {
+      forgetToken(this.state.gameId);
+      this.set({ notFound: true, connection: "ended", notice: undefined, error: undefined });
+      this.abort.abort();
+      return;
+    }
+    this.set({ error: describeError(error), connection: "ended" });
+    this.abort.abort();
+  }
+
   close(): void {
     this.abort.abort();
     this.listeners.clear();
@@ -188,6 +214,8 @@ export class Table {
         let announced = false;
         for await (const message of stream) {
           if (!announced) {
+            // Back after a break: what happened meanwhile comes with the stream, the view with GetGame.
+            if (this.state.connection === "reconnecting") void this.refresh();
             this.set({ connection: "live" });
             announced = true;
           }
@@ -207,16 +235,11 @@ export class Table {
         }
       } catch (error) {
         if (this.abort.signal.aborted) return;
-        const e = error as GostopError;
-        if (e.code === Code.NotFound) {
-          this.set({ notFound: true, connection: "ended" });
-          return;
-        }
+        if (permanent(error)) return this.refused(error);
       }
       this.set({ connection: "reconnecting", reconnects: this.state.reconnects + 1 });
       await sleep(delay);
-      delay = Math.min(delay * 2, 4000);
-      void this.refresh();
+      delay = Math.min(delay * 2, MAX_DELAY_MS);
     }
   }
 
@@ -257,7 +280,10 @@ export class Table {
         if (got.version >= this.state.version) this.set({ view: got.view, version: got.version });
       } while (this.refreshAgain && !this.abort.signal.aborted);
     } catch (error) {
-      if (!this.abort.signal.aborted) this.set({ error: describeError(error) });
+      if (this.abort.signal.aborted) return;
+      if (permanent(error)) await this.refused(error);
+      // A failure of the network: the stream's next try brings the view back.
+      else if (!transient(error)) this.set({ error: describeError(error) });
     } finally {
       this.refreshing = false;
     }
@@ -288,6 +314,7 @@ export class Table {
       const e = error as GostopError;
       // Someone else moved first (or our earlier try did): take the current view.
       if (e.reason === "STALE_VERSION" || e.code === Code.Aborted) this.pendingRequest = undefined;
+      else if (e.code === Code.NotFound || e.code === Code.Unauthenticated) return this.refused(error);
       else this.set({ error: describeError(error) });
       void this.refresh();
     } finally {

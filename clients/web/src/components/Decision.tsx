@@ -47,6 +47,9 @@ export interface DecisionModel {
   cards?: number[];
 }
 
+/** A finger, not a mouse and keys: the prompts speak of taps. */
+const TOUCH = typeof window !== "undefined" && (window.matchMedia?.("(pointer: coarse)").matches ?? false);
+
 const SHAKE = 64;
 const BOMB = 128;
 const FLIP_ONLY = 150;
@@ -199,7 +202,7 @@ export function choicesFor(
 
   if (phase === Phase.PLAY) {
     if (selected === undefined || !me.hand.includes(selected)) {
-      title = t("selectCard");
+      title = t(TOUCH ? "selectCardTouch" : "selectCard");
       me.hand.forEach((c, i) => {
         const info = hand.get(c);
         if (info?.playable) add({ key: keyOf(i), label: cardName(c), run: () => select(c) }, false);
@@ -296,14 +299,14 @@ export function Decision({ decision }: { decision: DecisionModel }): JSX.Element
     <div class="decision" data-testid="decision" role="group" aria-label={decision.title}>
       <div class="decision-head">
         {decision.cards?.map((c) => <Card key={c} id={c} class="small" />)}
-        <div>
-          <strong>{decision.title}</strong>
-          {decision.lines.map((l, i) => (
-            <p key={i}>{l}</p>
-          ))}
-        </div>
+        <strong>{decision.title}</strong>
       </div>
-      {decision.body}
+      <div class="decision-body">
+        {decision.lines.map((l, i) => (
+          <p key={i}>{l}</p>
+        ))}
+        {decision.body}
+      </div>
       <div class="choices">
         {decision.buttons.map((c) => (
           <button

@@ -2,9 +2,9 @@
 // and rounds), the links that seat the other people or let anyone watch, and a box to open a
 // link or a game id.
 import type { JSX } from "preact";
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 
-import { api, describeError, type CreateGameResponse, type RuleSet } from "../api";
+import { api, Code, describeError, type CreateGameResponse, type GostopError, type RuleSet } from "../api";
 import { lang, t } from "../i18n";
 import { inviteLink, navigate, saveApiKey, savedApiKey, saveToken, spectatorLink } from "../session";
 
@@ -38,6 +38,8 @@ export function Lobby(): JSX.Element {
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<CreateGameResponse | undefined>();
   const [joinText, setJoinText] = useState("");
+  const [advancedOpen, setAdvancedOpen] = useState(savedApiKey() !== "");
+  const keyInput = useRef<HTMLInputElement>(null);
 
   useEffect(() => {
     api(savedApiKey())
@@ -71,7 +73,15 @@ export function Lobby(): JSX.Element {
       if (game.seats.length <= 1) navigate({ name: "table", gameId: game.gameId });
       else setCreated(game);
     } catch (e) {
-      setError(describeError(e));
+      const refused = e as Partial<GostopError>;
+      if (refused.code === Code.Unauthenticated || refused.code === Code.PermissionDenied) {
+        // The server wants a key (or another one): say so, and open the field where it goes.
+        setError(t(apiKey.trim() === "" ? "needsKey" : "keyRefused"));
+        setAdvancedOpen(true);
+        setTimeout(() => keyInput.current?.focus(), 0);
+      } else {
+        setError(describeError(e));
+      }
     } finally {
       setCreating(false);
     }
@@ -96,6 +106,7 @@ export function Lobby(): JSX.Element {
             {t("sitDown")} ({t("seat")} 0)
           </button>
           <h3>{t("invite")}</h3>
+          <p class="warn" data-testid="invite-secret">{t("inviteSecret")}</p>
           {others.map((s) => (
             <LinkRow key={s.seat} label={t("inviteSeat", s.seat)} link={inviteLink(created.gameId, s.seat, s.token)} />
           ))}
@@ -113,10 +124,11 @@ export function Lobby(): JSX.Element {
           <select value={preset} onChange={(e) => setPreset((e.target as HTMLSelectElement).value)} data-testid="preset">
             {(presets.length ? presets : ["standard"]).map((p) => (
               <option key={p} value={p}>
-                {p} — {PRESET_TEXT[p]?.[ko ? 0 : 1] ?? ""}
+                {p}
               </option>
             ))}
           </select>
+          <span class="hint preset-text" data-testid="preset-text">{PRESET_TEXT[preset]?.[ko ? 0 : 1] ?? ""}</span>
         </label>
         <label>
           {t("players")}
@@ -171,17 +183,24 @@ export function Lobby(): JSX.Element {
             ))}
           </select>
         </label>
-        <details>
+        <details open={advancedOpen} onToggle={(e) => setAdvancedOpen((e.target as HTMLDetailsElement).open)} data-testid="advanced">
           <summary>{t("advanced")}</summary>
           <label>
             {t("apiKey")}
-            <input type="password" value={apiKey} autocomplete="off" onInput={(e) => setApiKey((e.target as HTMLInputElement).value)} />
+            <input
+              ref={keyInput}
+              type="password"
+              value={apiKey}
+              autocomplete="off"
+              data-testid="api-key"
+              onInput={(e) => setApiKey((e.target as HTMLInputElement).value)}
+            />
           </label>
         </details>
         <button class="primary" type="submit" disabled={creating || ruleSets === undefined} data-testid="create">
           {creating ? t("creating") : t("create")}
         </button>
-        {error && <p class="error" role="alert">{error}</p>}
+        {error && <p class="error" role="alert" data-testid="lobby-error">{error}</p>}
       </form>
       <form class="panel" onSubmit={open}>
         <h2>{t("join")}</h2>

@@ -7,7 +7,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { Phase, type GameView, type SeatView } from "../api";
 import { cardName, MONTH_NAMES_KO, monthOf, pileKind, type Kind } from "../cards";
 import { eventLine, flashText, isSpecial, seatNamer, type SeatName } from "../events";
-import { lang, t } from "../i18n";
+import { lang, setLang, t } from "../i18n";
 import { navigate, spectatorLink } from "../session";
 import { Table as TableModel, type LoggedEvent, type TableState } from "../table";
 import { Card } from "./Card";
@@ -27,6 +27,15 @@ function useTable(gameId: string): [TableModel, TableState] {
   }, [model]);
   return [model, state];
 }
+
+/** The other language, for the drawer (the page's header is folded away on a small screen). */
+function switchLang(): void {
+  setLang(lang() === "ko" ? "en" : "ko");
+  window.dispatchEvent(new Event("gostop-lang"));
+}
+
+/** Wide enough for the log beside the table. */
+const WIDE = "(min-width: 1000px) and (min-height: 600px)";
 
 const KINDS: readonly Kind[] = ["gwang", "yeol", "tti", "pi"];
 const KIND_LABEL: Record<Kind, string> = { gwang: "광", yeol: "열끗", tti: "띠", pi: "피" };
@@ -105,20 +114,20 @@ function Opponent({ seat, view, name, recent }: { seat: SeatView; view: GameView
         <strong>{name}</strong>
         {view.dealer === seat.seat && <span class="badge dealer">{t("dealer")}</span>}
         {!seat.active && <span class="badge">{t("sittingOut")}</span>}
+        <ScoreBadge seat={seat} view={view} />
+        <div class="backs" aria-label={`${name}: ${seat.handSize} ${t("cards")}`}>
+          {seat.hand.map((c) => (
+            <Card key={c} id={c} class={`tiny revealed ${recent.has(c) ? "recent" : ""}`} />
+          ))}
+          {Array.from({ length: Math.min(hidden, 10) }, (_, i) => (
+            <Card key={`b${i}`} id={-1} back class="tiny" />
+          ))}
+        </div>
         <span class="hand-count" data-testid={`hand-count-${seat.seat}`}>
           {t("hand")} {seat.handSize}
           {lang() === "ko" ? "장" : ""}
         </span>
       </header>
-      <div class="backs" aria-label={`${name}: ${seat.handSize} ${t("cards")}`}>
-        {seat.hand.map((c) => (
-          <Card key={c} id={c} class={`tiny revealed ${recent.has(c) ? "recent" : ""}`} />
-        ))}
-        {Array.from({ length: Math.min(hidden, 10) }, (_, i) => (
-          <Card key={`b${i}`} id={-1} back class="tiny" />
-        ))}
-      </div>
-      <ScoreBadge seat={seat} view={view} />
       <Piles seat={seat} converted={view.gukjin === "converted"} compact />
     </section>
   );
@@ -190,7 +199,8 @@ function recentCards(log: LoggedEvent[]): Set<number> {
 function LastAction({ log, namer }: { log: LoggedEvent[]; namer: SeatName }): JSX.Element | null {
   const last = log[log.length - 1];
   if (last === undefined) return null;
-  const versions = [...new Set(log.map((e) => e.version))].slice(-2).reverse();
+  // Oldest first: read top-down, the panel tells the two actions in the order they happened.
+  const versions = [...new Set(log.map((e) => e.version))].slice(-2);
   return (
     <section class="last-action" data-testid="last-action" data-version={String(last.version)}>
       <h3>{t("lastAction")}</h3>
@@ -201,7 +211,7 @@ function LastAction({ log, namer }: { log: LoggedEvent[]; namer: SeatName }): JS
           e.event.kind.case === "cardPlayed" || e.event.kind.case === "cardFlipped" ? [e.event.kind.value.card] : [],
         );
         return (
-          <div class={`action-group ${i > 0 ? "older" : ""}`} key={String(v)}>
+          <div class={`action-group ${i === 0 && versions.length > 1 ? "older" : ""}`} key={String(v)} data-version={String(v)}>
             {played.length > 0 && (
               <div class="last-cards">
                 {played.map((c, k) => (
@@ -300,7 +310,8 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
   const [model, state] = useTable(gameId);
   const { view } = state;
   const [selected, setSelected] = useState<number | undefined>();
-  const [logOpen, setLogOpen] = useState(() => window.matchMedia?.("(min-width: 900px)").matches ?? true);
+  // Beside the table where there is room; elsewhere a drawer the bar's button (or L) opens.
+  const [logOpen, setLogOpen] = useState(() => window.matchMedia?.(WIDE).matches ?? true);
   const [settlementOpen, setSettlementOpen] = useState(true);
   const choicesRef = useRef<Choice[]>([]);
 
@@ -355,9 +366,12 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
   if (state.notFound) {
     return (
       <main class="table-page">
-        <section class="panel">
+        <section class="panel gone" data-testid="gone" role="alert">
           <h2>{t("notFound")}</h2>
-          <button onClick={() => navigate({ name: "lobby" })}>{t("leave")}</button>
+          <p>{t("notFoundHint")}</p>
+          <button class="primary" data-testid="to-lobby" onClick={() => navigate({ name: "lobby" })}>
+            {t("leave")}
+          </button>
         </section>
       </main>
     );
@@ -404,9 +418,22 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
         <span class={`conn conn-${state.connection}`} data-testid="connection">
           {t(state.connection === "ended" ? "live" : state.connection)}
         </span>
-        <ShareButton link={spectatorLink(gameId)} />
+        {over && view.settlement && !settlementOpen && (
+          <button class="primary small" data-testid="show-settlement" onClick={() => setSettlementOpen(true)}>
+            {t("showSettlement")}
+          </button>
+        )}
+        <span class="bar-end">
+          <ShareButton link={spectatorLink(gameId)} />
+          <button class="link log-toggle" data-testid="log-toggle" aria-expanded={logOpen} onClick={() => setLogOpen((o) => !o)}>
+            {t("log")}
+          </button>
+          <button class="link" data-testid="leave" onClick={() => navigate({ name: "lobby" })}>
+            ← {t("leave")}
+          </button>
+        </span>
       </div>
-      <div class="table-grid">
+      <div class={`table-grid ${view.phase !== Phase.PLAY && (decision?.buttons.length || decision?.body) ? "prompting" : ""}`}>
         <div class="felt">
           <div class={`opponents n${others.length}`}>
             {others.map((s) => (
@@ -416,12 +443,14 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
           <Floor view={view} highlight={highlight} recent={recent} />
           {me && (
             <section class={`seat mine ${view.toMove === me.seat && !over ? "to-move" : ""}`} data-testid={`seat-${me.seat}`}>
-              <header>
-                <strong>{namer(me.seat)}</strong>
-                {view.dealer === me.seat && <span class="badge dealer">{t("dealer")}</span>}
-                <ScoreBadge seat={me} view={view} />
-              </header>
-              <Piles seat={me} converted={view.gukjin === "converted"} />
+              <div class="mine-info" data-testid="mine-info">
+                <header>
+                  <strong>{namer(me.seat)}</strong>
+                  {view.dealer === me.seat && <span class="badge dealer">{t("dealer")}</span>}
+                  <ScoreBadge seat={me} view={view} />
+                </header>
+                <Piles seat={me} converted={view.gukjin === "converted"} />
+              </div>
               {decision && <Decision decision={decision} />}
               <div class="hand" data-testid="hand" aria-label={t("hand")}>
                 {me.hand.map((c, i) => {
@@ -451,12 +480,15 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
           {view.viewer < 0 && <p class="hint">{t("spectator")}</p>}
           <Flash log={state.log} namer={namer} />
         </div>
-        <aside class="side">
+        <aside class={`side ${logOpen ? "open" : ""}`} data-testid="side">
+          <button class="link side-close" onClick={() => setLogOpen(false)} aria-label={t("close")}>
+            ✕
+          </button>
           <LastAction log={state.log} namer={namer} />
-          <Log log={state.log} namer={namer} open={logOpen} />
-          <p class="hint keys">{t("keys")}</p>
-          <button class="link" onClick={() => navigate({ name: "lobby" })}>
-            ← {t("leave")}
+          <Log log={state.log} namer={namer} open />
+          <p class="hint keys" data-testid="keys">{t("keys")}</p>
+          <button class="link side-lang" onClick={switchLang}>
+            {t("langSwitch")}
           </button>
         </aside>
       </div>
@@ -472,11 +504,6 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
       )}
       {over && view.settlement && settlementOpen && (
         <SettlementView view={view} namer={namer} busy={state.busy} onNext={() => void model.nextRound()} onClose={() => setSettlementOpen(false)} />
-      )}
-      {over && view.settlement && !settlementOpen && (
-        <button class="primary floating" onClick={() => setSettlementOpen(true)}>
-          {t("showSettlement")}
-        </button>
       )}
     </main>
   );
