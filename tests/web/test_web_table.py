@@ -33,7 +33,7 @@ from gostop.engine.scoring import score
 from gostop.engine.state import State
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
-from testkit.servers import OPERATOR_KEY, rules_from_pb
+from testkit.servers import OPERATOR_KEY, SECRET, rules_from_pb
 from testkit.web import (
     CAPTURE_SCRIPT,
     DroppingProxy,
@@ -722,6 +722,12 @@ def test_every_prompt_fits_one_screen(browser: Browser, operator_server: WebServ
             act("[data-testid=choice][data-action='162']")
             opponent_moves()
             wait_for_my_move(page)
+            # The last-action panel reads top-down in the order things happened: my play, then seat 1's.
+            page.wait_for_function(
+                "() => document.querySelectorAll('[data-testid=last-action] .action-group').length === 2")
+            versions = page.locator("[data-testid=last-action] .action-group").evaluate_all(
+                "groups => groups.map(g => Number(g.dataset.version))")
+            assert versions == sorted(versions), versions
             pick(32)
             act("[data-testid=choice][data-action='32']")
             page.wait_for_selector("[data-testid=gukjin-detail]", timeout=WAIT_MS)
@@ -751,6 +757,126 @@ def test_every_prompt_fits_one_screen(browser: Browser, operator_server: WebServ
             page.click("[data-testid=settlement] header button")
             page.wait_for_selector("[data-testid=show-settlement]", timeout=WAIT_MS)
             assert_fits(page, f"{where}-over")
+            # The button that reopens the settlement covers neither the lobby link nor the keys' hint.
+            for size in SIZES.values():
+                page.set_viewport_size(size)
+                button = page.locator("[data-testid=show-settlement]").bounding_box()
+                assert button is not None
+                for other in ("[data-testid=leave]", "[data-testid=keys]"):
+                    if page.locator(other).is_visible():
+                        box = page.locator(other).bounding_box()
+                        assert box is not None
+                        assert overlap([button["x"], button["y"], button["x"] + button["width"],
+                                        button["y"] + button["height"]],
+                                       [box["x"], box["y"], box["x"] + box["width"], box["y"] + box["height"]]) == 0, \
+                            f"the settlement's button covers {other}"
             assert errors == []
         finally:
             context.close()
+
+
+# ------------------------------------------------------------------ rough edges a new user hit
+
+API = "/gostop.v1.GameService/"
+
+
+def test_after_a_server_restart_the_page_says_the_game_is_gone_and_stops_calling(browser: Browser) -> None:
+    """A restarted memory store has lost the game and signs tokens with a new secret: the page says
+    the game no longer exists, offers the lobby, no longer offers cards, and stops calling the
+    server (BAD_CREDENTIALS and NOT_FOUND are not retried)."""
+    first = start_web_server()
+    proxy = DroppingProxy(first.http_port)
+    second: WebServer | None = None
+    context = browser.new_context(viewport=PHONE, locale="en-US")
+    calls: list[str] = []
+    try:
+        with GostopClient(first.target) as client:
+            game = client.create_game("standard", 2)
+        page = context.new_page()
+        page.on("request", lambda r: calls.append(r.url) if API in r.url else None)
+        page.goto(f"{proxy.url}#/g/{game.game_id}/0?t={game.token(0)}")
+        page.wait_for_selector("[data-testid=table][data-connection=live] [data-testid=hand-card]", timeout=WAIT_MS)
+        first.stop()
+        proxy.drop()
+        second = start_web_server(GOSTOP_TOKEN_SECRET=SECRET + "-after-a-restart")
+        proxy.upstream_port = second.http_port
+        page.wait_for_selector("[data-testid=gone]", timeout=WAIT_MS)
+        assert "no longer exists" in page.locator("[data-testid=gone]").inner_text()
+        assert page.locator("[data-testid=hand-card]").count() == 0
+        assert page.locator(".toast.error").count() == 0
+        settled = len(calls)
+        page.wait_for_timeout(6000)
+        assert len(calls) == settled, f"the page kept calling: {calls[settled:]}"
+        page.click("[data-testid=to-lobby]")
+        page.wait_for_selector("[data-testid=create]", timeout=WAIT_MS)
+    finally:
+        context.close()
+        proxy.close()
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
+def test_create_game_on_a_server_with_api_keys_points_to_the_key_field(browser: Browser) -> None:
+    """A server that wants an API key: "Create game" says so in words (not the raw error) and opens
+    the field where the key goes; with the key, the game is created."""
+    server = start_web_server(GOSTOP_API_KEYS="a-web-test-key")
+    page = browser.new_page(viewport=PHONE, locale="en-US")
+    try:
+        page.goto(server.url)
+        page.wait_for_selector("[data-testid=create]:not([disabled])", timeout=WAIT_MS)
+        assert not page.locator("[data-testid=api-key]").is_visible()
+        page.click("[data-testid=create]")
+        error = page.locator("[data-testid=lobby-error]")
+        error.wait_for(timeout=WAIT_MS)
+        assert "needs an API key" in error.inner_text() and "Advanced" in error.inner_text()
+        assert "BAD_CREDENTIALS" not in error.inner_text()
+        key = page.locator("[data-testid=api-key]")
+        assert key.is_visible()
+        assert page.evaluate("() => document.activeElement?.dataset.testid") == "api-key"
+        key.fill("a-web-test-key")
+        page.click("[data-testid=create]")
+        page.wait_for_selector("[data-testid=table]", timeout=WAIT_MS)
+    finally:
+        page.close()
+        server.stop()
+
+
+def test_invite_page_says_a_link_is_a_seat_secret(browser: Browser, open_server: WebServer) -> None:
+    page = browser.new_page(viewport=PHONE, locale="en-US")
+    try:
+        page.goto(open_server.url)
+        page.wait_for_selector("[data-testid=create]:not([disabled])", timeout=WAIT_MS)
+        page.select_option("[data-testid=seat-1]", "person")
+        page.click("[data-testid=create]")
+        page.wait_for_selector("[data-testid=created]", timeout=WAIT_MS)
+        warning = page.locator("[data-testid=invite-secret]").inner_text()
+        assert "secret" in warning and "only" in warning
+    finally:
+        page.close()
+
+
+def test_lobby_rules_are_not_cut_off_on_a_phone(browser: Browser, open_server: WebServer) -> None:
+    """Every preset's option fits the select on a phone; what the preset is reads in full below it."""
+    page = browser.new_page(viewport=PHONE, locale="en-US")
+    try:
+        page.goto(open_server.url)
+        page.wait_for_selector("[data-testid=create]:not([disabled])", timeout=WAIT_MS)
+        overflow = page.evaluate("""() => {
+          const select = document.querySelector('[data-testid=preset]');
+          const style = getComputedStyle(select);
+          const ctx = document.createElement('canvas').getContext('2d');
+          ctx.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+          const room = select.clientWidth - 40;  // the arrow and the padding
+          return [...select.options].map((o) => ctx.measureText(o.text).width - room).filter((x) => x > 0);
+        }""")
+        assert overflow == [], f"options wider than the select by {overflow} px"
+        for preset in ("standard", "simple", "classic", "house", "arcade"):
+            page.select_option("[data-testid=preset]", preset)
+            text = page.locator("[data-testid=preset-text]")
+            assert text.inner_text().strip()
+            box = text.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+            assert text.evaluate("e => e.scrollWidth <= e.clientWidth")
+    finally:
+        page.close()
