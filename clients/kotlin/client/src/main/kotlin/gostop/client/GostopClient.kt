@@ -36,7 +36,6 @@ import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.isActive
-import kotlinx.coroutines.launch
 import kotlinx.coroutines.withContext
 import kotlinx.coroutines.withTimeout
 import okhttp3.OkHttpClient
@@ -129,9 +128,8 @@ class GostopClient @JvmOverloads constructor(
         closed = true
         scope.cancel(CancellationException(CLIENT_CLOSED))
         val open = synchronized(streams) { streams.toList().also { streams.clear() } }
-        if (open.isNotEmpty()) {
-            CoroutineScope(Dispatchers.IO).launch(NonCancellable) { open.forEach { runCatching { it.receiveClose() } } }
-        }
+        // Cancelling a stream's channel cancels its HTTP call and frees the thread delivering to it.
+        open.forEach { runCatching { it.responseChannel().cancel() } }
         if (ownsHttp) {
             http.dispatcher.cancelAll()
             http.dispatcher.executorService.shutdown()
@@ -309,7 +307,7 @@ class GostopClient @JvmOverloads constructor(
             streams.add(stream)
             if (closed) {
                 streams.remove(stream)
-                withContext(NonCancellable) { stream.receiveClose() }
+                stream.responseChannel().cancel()
                 throw closedError()
             }
             var failure: GostopException? = null
@@ -341,6 +339,9 @@ class GostopClient @JvmOverloads constructor(
                 }
             } finally {
                 streams.remove(stream)
+                // Whichever way the stream was left: its channel cancelled (so that the HTTP client's
+                // thread blocked delivering the next message is released) and its call cancelled.
+                stream.responseChannel().cancel()
                 withContext(NonCancellable) { runCatching { stream.receiveClose() } }
             }
             val broken = checkNotNull(failure)

@@ -10,7 +10,10 @@ import gostop.v1.Bot.DecideRequest
 import gostop.v1.Bot.DecideResponse
 import gostop.v1.Game.Action
 import gostop.v1.Game.GameView
+import io.grpc.CallOptions
 import io.grpc.MethodDescriptor
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder
+import io.grpc.stub.ClientCalls
 import io.grpc.ServerServiceDefinition
 import io.grpc.Status
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder
@@ -84,6 +87,24 @@ private val SERVICE: ServerServiceDefinition = ServerServiceDefinition.builder("
     )
     .build()
 
+/**
+ * One Decide through the server over loopback before it says it listens: the JVM loads and
+ * compiles the HTTP/2 path at the first call, which would otherwise make the first caller's
+ * connection wait past its handshake timeout.
+ */
+private fun warmUp(address: InetSocketAddress) {
+    val channel = NettyChannelBuilder.forAddress(InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), address.port))
+        .usePlaintext().build()
+    try {
+        val view = GameView.newBuilder().addLegalActions(gostop.v1.Game.LegalAction.newBuilder().setId(0)).build()
+        repeat(20) {
+            ClientCalls.blockingUnaryCall(channel, DECIDE, CallOptions.DEFAULT, DecideRequest.newBuilder().setView(view).build())
+        }
+    } finally {
+        channel.shutdownNow()
+    }
+}
+
 fun main(args: Array<String>) {
     val options = Options(args)
     val text = options["listen"] ?: "127.0.0.1:7001"
@@ -93,6 +114,7 @@ fun main(args: Array<String>) {
     val host = text.substring(0, colon).removePrefix("[").removeSuffix("]")
     val server = NettyServerBuilder.forAddress(InetSocketAddress(host, port)).addService(SERVICE).build().start()
     val bound = server.listenSockets.first() as InetSocketAddress
+    warmUp(bound)
     val shown = if (bound.address is java.net.Inet6Address) "[${bound.address.hostAddress}]" else bound.address.hostAddress
     println("botserver listening on $shown:${bound.port}")
     System.out.flush()
