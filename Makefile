@@ -176,7 +176,7 @@ ENGINE_EXPECTED = $$($(PY) -c 'import setup; print("python" if setup.why_not_com
 
 RUFF_PATHS := engine service clients/python tests scripts bench setup.py conftest.py
 
-test: $(PB) $(ENGINE) $(BUF) $(GRPCURL) redis-server ts-client go-client helm-tools image-tools chromium $(WEB_IF_NPM)
+test: $(PB) $(ENGINE) $(BUF) $(GRPCURL) redis-server ts-client go-client kotlin-client helm-tools image-tools chromium $(WEB_IF_NPM)
 	$(PY) -m ruff check $(RUFF_PATHS)
 	$(PY) -m mypy
 	$(BUF) lint proto
@@ -335,7 +335,24 @@ go-client: $(GO_PLUGINS) $(BUF)
 	cd $(GO_CLIENT) && go build -buildvcs=false ./... && go vet ./... && \
 		go build -buildvcs=false -o bin/ ./examples/randombot ./examples/botserver ./cmd/conformance
 
+# Kotlin: connect-kotlin on OkHttp, built by Maven (clients/kotlin/README.md): protoc and
+# protoc-gen-connect-kotlin (Maven Central artifacts) generate the code from proto/ at build time;
+# Maven's local repository is clients/kotlin/.m2 (its .mvn/maven.config). mvn install compiles,
+# runs the unit tests, installs the library there and writes the programs' class path.
+KT_CLIENT := clients/kotlin
+KT_OUT := $(KT_CLIENT)/examples/target/classpath.txt
+KT_SOURCES := $(KT_CLIENT)/pom.xml $(KT_CLIENT)/client/pom.xml $(KT_CLIENT)/examples/pom.xml \
+	$(wildcard $(KT_CLIENT)/client/src/*/kotlin/gostop/client/*.kt $(KT_CLIENT)/examples/src/main/kotlin/gostop/examples/*.kt)
+
+.PHONY: kotlin-client
+$(KT_OUT): $(KT_SOURCES) $(wildcard proto/gostop/v1/*.proto)
+	cd $(KT_CLIENT) && mvn -B -q install
+	test -f $@ && touch $@
+
+kotlin-client: $(KT_OUT)
+
 clean:
 	rm -rf $(VENV) .tools clients/python/gostop/v1 .mypy_cache .pytest_cache .ruff_cache .hypothesis
 	rm -rf $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist $(TS_CLIENT)/src/gen $(GO_CLIENT)/bin
 	rm -rf $(WEB)/node_modules $(WEB)/src/generated clients/python/gostop/web test-artifacts
+	rm -rf $(KT_CLIENT)/.m2 $(KT_CLIENT)/client/target $(KT_CLIENT)/examples/target
