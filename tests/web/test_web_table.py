@@ -624,7 +624,8 @@ BOXES_SCRIPT = """() => {
                      '[data-testid=show-settlement]', '[data-testid=leave]']) {
     all(sel).forEach((el, i) => { inside[name(sel, el, i)] = box(el); });
   }
-  const floorCards = [...document.querySelectorAll('.month-group')].map((g) => [...g.querySelectorAll('.card')].map(box));
+  const floorCards = [...document.querySelectorAll('.month-group')]
+    .map((g) => [...g.querySelectorAll('.card')].map(box));
   const d = document.documentElement;
   return { regions, inside, floorCards, scroll: [d.scrollWidth - d.clientWidth, d.scrollHeight - d.clientHeight],
            viewport: [window.innerWidth, window.innerHeight] };
@@ -878,5 +879,68 @@ def test_lobby_rules_are_not_cut_off_on_a_phone(browser: Browser, open_server: W
             box = text.bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
             assert text.evaluate("e => e.scrollWidth <= e.clientWidth")
+    finally:
+        page.close()
+
+
+def box_of(page: Page, selector: str) -> list[float]:
+    box = page.locator(selector).first.bounding_box()
+    assert box is not None, selector
+    return [box["x"], box["y"], box["x"] + box["width"], box["y"] + box["height"]]
+
+
+def test_floor_cards_of_a_month_do_not_cover_each_other(browser: Browser, operator_server: WebServer) -> None:
+    """Two floor cards of a month lie side by side: the second covers neither the first's badge nor its name."""
+    with GostopClient(operator_server.target, operator_key=OPERATOR_KEY) as client:
+        game = client.create_game("arcade", 2, deal=layout_deal())
+    for size in SIZES.values():
+        page = browser.new_page(viewport=size, locale="ko-KR")
+        try:
+            page.goto(f"{operator_server.url}#/g/{game.game_id}/0?t={game.token(0)}")
+            page.wait_for_selector(".month-group[data-month='1'] .card", timeout=WAIT_MS)
+            first = box_of(page, ".month-group[data-month='1'] .card:nth-child(1)")
+            second = box_of(page, ".month-group[data-month='1'] .card:nth-child(2)")
+            assert overlap(first, second) == 0, f"at {size}: the second 1월 card covers the first"
+        finally:
+            page.close()
+
+
+def test_show_settlement_covers_neither_the_keys_nor_the_lobby_link(
+        browser: Browser, operator_server: WebServer) -> None:
+    """A finished round, its settlement closed: the button that reopens it covers nothing, and the
+    last-action panel reads top-down in the order things happened."""
+    with GostopClient(operator_server.target, operator_key=OPERATOR_KEY) as client:
+        game = client.create_game("arcade", 2, deal=layout_deal(), rounds=2)
+        while True:  # both seats play their lowest legal action, 스톱 at go/stop
+            view = client.get_game(game, 0)
+            if view.phase == pb.PHASE_OVER:
+                break
+            seat = view.to_move
+            mine = client.get_game(game, seat)
+            ids = [a.id for a in mine.legal_actions]
+            client.submit_action(game, seat, 231 if 231 in ids else ids[0], expected_version=mine.version)
+    page = browser.new_page(viewport={"width": 1280, "height": 800}, locale="en-US")
+    try:
+        page.goto(f"{operator_server.url}#/g/{game.game_id}/0?t={game.token(0)}")
+        page.wait_for_selector("[data-testid=settlement]", timeout=WAIT_MS)
+        page.click("[data-testid=settlement] header button")
+        button = page.locator("button", has_text="Show settlement")
+        button.wait_for(timeout=WAIT_MS)
+        mine = button.bounding_box()
+        assert mine is not None
+        shown = [mine["x"], mine["y"], mine["x"] + mine["width"], mine["y"] + mine["height"]]
+        for text in ("Keys:", "Lobby"):
+            other = page.locator(f"text={text}").first
+            if other.is_visible():
+                box = other.bounding_box()
+                assert box is not None
+                assert overlap(shown, [box["x"], box["y"], box["x"] + box["width"], box["y"] + box["height"]]) == 0, \
+                    f"the settlement's button covers {text}"
+        page.wait_for_function(
+            "() => document.querySelectorAll('[data-testid=last-action] .action-group').length === 2")
+        groups = page.locator("[data-testid=last-action] .action-group")
+        firsts = [groups.nth(i).locator("li").first.inner_text().strip() for i in range(2)]
+        log = [line.strip() for line in page.locator("[data-testid=log] li").all_inner_texts()]
+        assert log.index(firsts[0]) < log.index(firsts[1]), firsts
     finally:
         page.close()

@@ -49,7 +49,8 @@ const events = [
   ev("instantPaid", { payment: { payer: 1, payee: 0, points: 3, reason: "first_ppeok" } }),
   ev("instantPaid", { payment: { payer: 0, payee: 1, points: 3, reason: "first_ppeok" } }),
   ev("piStolen", { seat: 1, victim: 0, cards: [2], reasons: ["jjok"] }),
-  ev("roundSettled", { settlement: { winner: 1, goScore: 7n, bills: [{ seat: 0, pays: 14n, points: 14n, factors: [] }] } }),
+  ev("roundSettled", { settlement: { winner: 1, goScore: 7n,
+                                     bills: [{ seat: 0, pays: 14n, points: 14n, factors: [] }] } }),
 ];
 const settlement = { winner: 1, outcome: "stop", score: { gwang: 3, pi: 0, yeolCount: 0 },
   bills: [{ seat: 0, factors: [], points: 7n, pays: 7n, covers: [0] }] };
@@ -87,7 +88,7 @@ def said(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_english_sentences_agree_with_you(said: dict[str, Any]) -> None:
-    played, taken, own, one, two, sweep, paid, pays, stolen, over = said["en"]["events"]
+    played, taken, own, one, two, sweep, paid, pays, stolen, _ = said["en"]["events"]
     assert played.startswith("You play ") and played.endswith(" and shake (흔들기)"), played
     assert taken == "  Seat 1 · random takes your 뻑 of month 2 (매조)", taken
     assert own.strip().startswith("You take your own 뻑"), own
