@@ -2,7 +2,6 @@ package gostop.client
 
 import com.connectrpc.Code
 import com.connectrpc.ConnectException
-import com.google.rpc.ErrorInfo
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.TimeoutCancellationException
 import java.io.IOException
@@ -63,8 +62,8 @@ class GostopException(
 
         private fun fromConnect(error: ConnectException): GostopException {
             val info = error.details.firstNotNullOfOrNull { detail ->
-                if (detail.type.substringAfterLast('/') == "google.rpc.ErrorInfo") {
-                    runCatching { ErrorInfo.parseFrom(detail.payload.toByteArray()) }.getOrNull()
+                if (detail.type.substringAfterLast('/') == RpcStatus.ERROR_INFO) {
+                    runCatching { RpcStatus.errorInfo(detail.payload.toByteArray()) }.getOrNull()
                 } else {
                     null
                 }
@@ -77,7 +76,7 @@ class GostopException(
                 rawMessage = error.message ?: error.exception?.toString() ?: "",
                 reason = info?.reason ?: "",
                 domain = info?.domain ?: "",
-                metadata = info?.metadataMap?.toMap() ?: emptyMap(),
+                metadata = info?.metadata ?: emptyMap(),
                 cause = error,
             )
         }

@@ -5,7 +5,6 @@ import com.connectrpc.Headers
 import com.connectrpc.ProtocolClientConfig
 import com.connectrpc.ResponseMessage
 import com.connectrpc.ServerOnlyStreamInterface
-import com.connectrpc.extensions.GoogleJavaProtobufStrategy
 import com.connectrpc.impl.ProtocolClient
 import com.connectrpc.okhttp.ConnectOkHttpClient
 import com.connectrpc.protocols.NetworkProtocol
@@ -99,7 +98,7 @@ class GostopClient @JvmOverloads constructor(
             httpClient = ConnectOkHttpClient(http),
             config = ProtocolClientConfig(
                 host = baseUrl.trimEnd('/'),
-                serializationStrategy = GoogleJavaProtobufStrategy(),
+                serializationStrategy = ProtobufStrategy,
                 networkProtocol = transport.network,
                 ioCoroutineContext = Dispatchers.IO,
                 // Streams have no deadline; unary calls get one per call (below).
@@ -356,11 +355,16 @@ class GostopClient @JvmOverloads constructor(
         val DEFAULT_TIMEOUT: Duration = 10.seconds
 
         private fun httpClient(given: OkHttpClient?, transport: Transport, baseUrl: String): OkHttpClient {
-            val builder = (given ?: OkHttpClient()).newBuilder()
+            val builder = given?.newBuilder() ?: OkHttpClient.Builder()
                 // Deadlines are the client's, per call; a watch may wait long between events.
                 .readTimeout(0, TimeUnit.MILLISECONDS)
                 .writeTimeout(0, TimeUnit.MILLISECONDS)
                 .callTimeout(0, TimeUnit.MILLISECONDS)
+            if (given == null && baseUrl.startsWith("http://")) {
+                // Plain HTTP only: OkHttp then leaves the platform's TLS alone (its set-up is most of
+                // the time a fresh process spends making a client).
+                builder.connectionSpecs(listOf(okhttp3.ConnectionSpec.CLEARTEXT))
+            }
             if (transport == Transport.GRPC && baseUrl.startsWith("http://")) {
                 // gRPC needs HTTP/2; without TLS there is no negotiation: prior knowledge.
                 builder.protocols(listOf(okhttp3.Protocol.H2_PRIOR_KNOWLEDGE))

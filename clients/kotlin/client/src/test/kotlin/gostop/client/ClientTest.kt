@@ -1,17 +1,16 @@
 package gostop.client
 
 import com.connectrpc.Code
-import com.connectrpc.ConnectErrorDetail
 import com.connectrpc.ConnectException
 import com.google.protobuf.Any as ProtoAny
 import com.google.rpc.ErrorInfo
+import com.google.rpc.Status
 import gostop.v1.Game.Action
 import gostop.v1.Game.Bomb
 import gostop.v1.Game.Event
 import gostop.v1.Game.Go
 import gostop.v1.Game.PlayCard
 import gostop.v1.Game.WatchGameResponse
-import okio.ByteString.Companion.toByteString
 import kotlin.test.Test
 import kotlin.test.assertEquals
 import kotlin.test.assertFalse
@@ -28,16 +27,13 @@ class ClientTest {
         assertEquals(230, actionId(Action.newBuilder().setGo(Go.getDefaultInstance()).build()))
     }
 
+    /** A failure as the server sends it: a google.rpc.Status whose details hold [info] (and another detail first). */
     private fun failure(code: Code, info: ErrorInfo): ConnectException {
-        val any = ProtoAny.pack(info)
-        val detail = ConnectErrorDetail(any.typeUrl, any.value.toByteArray().toByteString())
-        return ConnectException(code, "failed").withErrorDetails(
-            object : com.connectrpc.ErrorDetailParser {
-                override fun <E : kotlin.Any> unpack(any: com.connectrpc.AnyError, clazz: kotlin.reflect.KClass<E>): E? = null
-                override fun parseDetails(bytes: ByteArray): List<ConnectErrorDetail> = emptyList()
-            },
-            listOf(detail),
-        )
+        val status = Status.newBuilder().setCode(code.value).setMessage("failed")
+            .addDetails(ProtoAny.pack(Status.newBuilder().setMessage("not an ErrorInfo").build()))
+            .addDetails(ProtoAny.pack(info)).build()
+        val parser = ProtobufStrategy.errorDetailParser()
+        return ConnectException(code, "failed").withErrorDetails(parser, parser.parseDetails(status.toByteArray()))
     }
 
     @Test
@@ -48,6 +44,7 @@ class ClientTest {
         assertEquals(Code.ABORTED, error.code)
         assertEquals(Reason.STALE_VERSION, error.reason)
         assertEquals("5", error.metadata["current_version"])
+        assertEquals(ERROR_DOMAIN, error.domain)
         assertFalse(error.retryable)
         assertFalse(error.outcomeUnknown)
     }
