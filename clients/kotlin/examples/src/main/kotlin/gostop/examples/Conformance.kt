@@ -5,7 +5,7 @@
 //
 // The protocol is gRPC by default (the server's gRPC port); connect and grpc-web speak to its HTTP
 // port. The server also comes from GOSTOP_ADDRESS, the key from GOSTOP_OPERATOR_KEY, the folder
-// from GOSTOP_SCENARIOS. For each scenario it creates the game with the operator key, submits every
+// from GOSTOP_SCENARIOS (default: the repository's, from clients/kotlin/examples). For each scenario it creates the game with the operator key, submits every
 // step with its seat's token at the version it holds (with a request id), reads the whole log page
 // by page (7 entries a page by default) and checks the final version, every entry's version, seat,
 // action id and action, every event, the last round's settlement and the named fields of the
@@ -159,7 +159,7 @@ fun main(args: Array<String>) {
 private fun run(args: Array<String>): Int {
     val options = Options(args)
     val key = options["operator-key"] ?: System.getenv("GOSTOP_OPERATOR_KEY") ?: ""
-    val dir = File(options["scenarios"] ?: System.getenv("GOSTOP_SCENARIOS") ?: "../../tests/conformance/scenarios")
+    val dir = File(options["scenarios"] ?: System.getenv("GOSTOP_SCENARIOS") ?: "../../../tests/conformance/scenarios")
     val pageSize = options["page-size"]?.toInt() ?: 7
     val files = options.positional.filter { it.endsWith(".json") }.map(::File).ifEmpty {
         (dir.listFiles { f -> f.name.endsWith(".json") } ?: emptyArray()).sortedBy { it.name }
