@@ -5,13 +5,14 @@
 //
 // The protocol is gRPC by default (the server's gRPC port); connect and grpc-web speak to its HTTP
 // port. The server also comes from GOSTOP_ADDRESS, the key from GOSTOP_OPERATOR_KEY, the folder
-// from GOSTOP_SCENARIOS (default: the repository's, from clients/kotlin/examples). For each scenario it creates the game with the operator key, submits every
-// step with its seat's token at the version it holds (with a request id), reads the whole log page
-// by page (7 entries a page by default) and checks the final version, every entry's version, seat,
-// action id and action, every event, the last round's settlement and the named fields of the
-// spectator's final view, parsing the expected JSON into the proto messages and comparing messages.
-// Prints the transport, one line per scenario and `N passed, N failed`; exits 1 when one failed,
-// 2 when none was found (or on a bad option).
+// from GOSTOP_SCENARIOS (default: the repository's, seen from clients/kotlin/examples). For each
+// scenario it creates the game with the operator key, submits every step with its seat's token at
+// the version it holds (with a request id), reads the whole log page by page (7 entries a page by
+// default) and checks the final version, every entry's version, seat, action id and action, every
+// event, the last round's settlement and the named fields of the spectator's final view, parsing
+// the expected JSON into the proto messages and comparing messages. Prints the transport, one line
+// per scenario and `N passed, N failed` (the first call's and the whole run's times on stderr);
+// exits 1 when one failed, 2 when none was found (or on a bad option).
 package gostop.examples
 
 import com.google.gson.JsonElement
