@@ -627,7 +627,9 @@ BOXES_SCRIPT = """() => {
   const floorCards = [...document.querySelectorAll('.month-group')]
     .map((g) => [...g.querySelectorAll('.card')].map(box));
   const d = document.documentElement;
+  const body = document.querySelector('.decision-body');
   return { regions, inside, floorCards, scroll: [d.scrollWidth - d.clientWidth, d.scrollHeight - d.clientHeight],
+           hidden: body ? body.scrollHeight - body.clientHeight : 0,
            viewport: [window.innerWidth, window.innerHeight] };
 }"""
 
@@ -638,8 +640,9 @@ def overlap(a: list[float], b: list[float]) -> float:
 
 
 def assert_fits(page: Page, where: str) -> None:
-    """At every size: no scrolling; the table's regions and the prompt's buttons inside the viewport;
-    no two regions overlapping; no floor card covering another of its month."""
+    """At every size: no scrolling (of the page or inside the prompt); the table's regions and the
+    prompt's buttons inside the viewport; no two regions overlapping; no floor card covering another
+    of its month."""
     for size_name, size in SIZES.items():
         page.set_viewport_size(size)
         page.wait_for_timeout(250)  # the layout and the hand's small transitions
@@ -647,6 +650,7 @@ def assert_fits(page: Page, where: str) -> None:
         shot(page, f"fit-{where}-{size_name}.png")
         at = f"{where} at {size_name}"
         assert got["scroll"][0] <= 0 and got["scroll"][1] <= 0, f"{at}: the page scrolls by {got['scroll']}"
+        assert got["hidden"] <= 1, f"{at}: {got['hidden']}px of the prompt are scrolled out of view"
         width, height = got["viewport"]
         modal = "[data-testid=settlement]#0" in got["inside"]
         boxes = {**({} if modal else got["regions"]), **got["inside"]}
@@ -926,9 +930,9 @@ def test_show_settlement_covers_neither_the_keys_nor_the_lobby_link(
         page.click("[data-testid=settlement] header button")
         button = page.locator("button", has_text="Show settlement")
         button.wait_for(timeout=WAIT_MS)
-        mine = button.bounding_box()
-        assert mine is not None
-        shown = [mine["x"], mine["y"], mine["x"] + mine["width"], mine["y"] + mine["height"]]
+        reopen = button.bounding_box()
+        assert reopen is not None
+        shown = [reopen["x"], reopen["y"], reopen["x"] + reopen["width"], reopen["y"] + reopen["height"]]
         for text in ("Keys:", "Lobby"):
             other = page.locator(f"text={text}").first
             if other.is_visible():

@@ -388,6 +388,8 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
   const over = view.phase === Phase.OVER;
   const match = view.match;
   const highlight = decision?.highlight ?? new Set<number>();
+  // A prompt with buttons is open ("prompting": one that is not the play itself, the hand idle).
+  const asking = (decision?.buttons.length ?? 0) > 0 || decision?.body !== undefined;
   const status = over
     ? t("settlement")
     : view.viewer >= 0 && view.toMove === view.viewer
@@ -433,7 +435,7 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
           </button>
         </span>
       </div>
-      <div class={`table-grid ${view.phase !== Phase.PLAY && (decision?.buttons.length || decision?.body) ? "prompting" : ""}`}>
+      <div class={`table-grid ${asking ? "asking" : ""} ${asking && view.phase !== Phase.PLAY ? "prompting" : ""}`}>
         <div class="felt">
           <div class={`opponents n${others.length}`}>
             {others.map((s) => (
