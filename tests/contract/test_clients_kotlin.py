@@ -61,6 +61,8 @@ LISTENING: Final = re.compile(r"^botserver listening on (\S+:\d+)$")
 DEALS: Final = 2
 """Deals of the tournament: each played in both rotations, so 2 * DEALS games."""
 PROTOCOLS: Final = ["connect", "grpc", "grpc-web"]
+# The programs are short-lived: the JVM's quick compiler alone and the serial collector start them faster.
+JAVA_OPTIONS: Final = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 
 
 def run(args: list[str], cwd: Path, timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None,
@@ -86,7 +88,7 @@ def classpath() -> str:
 
 def java(classpath: str, program: str, *args: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
     """``gostop.examples.<program>Kt`` run to its end, which it must reach by itself."""
-    command = ["java", "-cp", classpath, f"gostop.examples.{program}Kt", *args]
+    command = ["java", *JAVA_OPTIONS, "-cp", classpath, f"gostop.examples.{program}Kt", *args]
     try:
         return run(command, EXAMPLES, timeout=timeout)
     except subprocess.TimeoutExpired as hung:
