@@ -115,6 +115,7 @@ export class Table {
   private lastVersion = 0n;
   private lastCount = 0;
   private refreshing = false;
+  private watching = false;
   private refreshAgain = false;
   private n = 0;
   private pendingRequest: { key: string; id: string } | undefined;
@@ -144,10 +145,11 @@ export class Table {
   /** Opens the table: the view, then the event stream. */
   async open(): Promise<void> {
     let first;
+    const used = this.state.token;
     try {
       first = await retrying(() => api(savedApiKey()).getGame(this.state.gameId, this.auth()), this.abort.signal);
     } catch (error) {
-      if (permanent(error)) return this.refused(error);
+      if (permanent(error)) return this.refused(error, used);
       this.set({ error: describeError(error) });
       return;
     }
@@ -168,16 +170,18 @@ export class Table {
       this.lastCount = saved.lastCount;
     }
     this.set({ view, version: first.version, log });
-    void this.watch(first.version);
+    // A stream already running (the table reopened to watch) carries on, without the token.
+    if (!this.watching) void this.watch(first.version);
   }
 
   /**
    * A refusal no retry mends. An unknown game ends the table; a seat token the server no longer
    * accepts (a new secret) is dropped and the game opened again to watch — where a restarted
-   * server has lost the game too, that ends the table.
+   * server has lost the game too, that ends the table. `used` is the token the refused call
+   * carried: a refusal of a token already dropped is old news.
    */
-  private async refused(error: unknown): Promise<void> {
-    if (this.abort.signal.aborted) return;
+  private async refused(error: unknown, used: string | undefined): Promise<void> {
+    if (this.abort.signal.aborted || used !== this.state.token) return;
     const e = error as GostopError;
     if (e.code === Code.Unauthenticated && this.state.token !== undefined) {
       forgetToken(this.state.gameId);
@@ -201,8 +205,18 @@ export class Table {
 
   /** The stream: from the last version seen, again and again until the match is over or the page leaves. */
   private async watch(openedAt: bigint): Promise<void> {
+    this.watching = true;
+    try {
+      await this.watchLoop(openedAt);
+    } finally {
+      this.watching = false;
+    }
+  }
+
+  private async watchLoop(openedAt: bigint): Promise<void> {
     let delay = 250;
     while (!this.abort.signal.aborted) {
+      const used = this.state.token;
       // Resume inside the last version (its remaining events may not have come yet), skipping
       // the ones already shown.
       const after = this.lastVersion > 0n ? this.lastVersion - 1n : 0n;
@@ -235,7 +249,10 @@ export class Table {
         }
       } catch (error) {
         if (this.abort.signal.aborted) return;
-        if (permanent(error)) return this.refused(error);
+        if (permanent(error)) {
+          void this.refused(error, used);
+          return;
+        }
       }
       this.set({ connection: "reconnecting", reconnects: this.state.reconnects + 1 });
       await sleep(delay);
@@ -273,6 +290,7 @@ export class Table {
       return;
     }
     this.refreshing = true;
+    const used = this.state.token;
     try {
       do {
         this.refreshAgain = false;
@@ -281,7 +299,7 @@ export class Table {
       } while (this.refreshAgain && !this.abort.signal.aborted);
     } catch (error) {
       if (this.abort.signal.aborted) return;
-      if (permanent(error)) await this.refused(error);
+      if (permanent(error)) await this.refused(error, used);
       // A failure of the network: the stream's next try brings the view back.
       else if (!transient(error)) this.set({ error: describeError(error) });
     } finally {
@@ -314,7 +332,7 @@ export class Table {
       const e = error as GostopError;
       // Someone else moved first (or our earlier try did): take the current view.
       if (e.reason === "STALE_VERSION" || e.code === Code.Aborted) this.pendingRequest = undefined;
-      else if (e.code === Code.NotFound || e.code === Code.Unauthenticated) return this.refused(error);
+      else if (e.code === Code.NotFound || e.code === Code.Unauthenticated) return this.refused(error, token);
       else this.set({ error: describeError(error) });
       void this.refresh();
     } finally {
