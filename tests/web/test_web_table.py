@@ -11,9 +11,15 @@
   spectator's link shows no hand; the next round of the match.
 - Invite links: one per person's seat, each seating its opener at that seat.
 - The deck page: every card with the name people use, its kind, 띠 colour and 쌍피 value.
+- One screen: at 390x844, 844x390 and 1280x800 every prompt of a scripted round fits the viewport,
+  nothing scrolls and nothing overlaps (bounding boxes), with a mouse and on a touch screen.
+- Rough edges a new user hit, each pinned: a restarted server's lost game, the API-key lobby, the
+  invite page's warning, the rules select on a phone, floor cards of a month, the settlement's
+  button, the last action's order.
 
-Screenshots of the lobby, a mid-round table, the go/stop prompt, a phone-width table and the
-settlement are saved under test-artifacts/web (docs/web-table.png is one of them).
+Screenshots of the lobby, a mid-round table, the go/stop prompt, a phone-width table, the
+settlement and every prompt at every size are saved under test-artifacts/web (docs/web-table.png,
+docs/web-phone.png, docs/web-phone-landscape.png and docs/web-desktop.png are among them).
 """
 
 from __future__ import annotations
