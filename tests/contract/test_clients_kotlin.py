@@ -15,6 +15,8 @@ and gRPC-Web) with a token secret and an operator key, and runs the client's pro
 - the watch Flow: leaving it early, resuming after a proxy cut every connection every 7 events
   (every event once, in order) and ``close()`` ending an open watch and later calls; the program
   must exit by itself (nothing of the client may keep the JVM running);
+- a step whose reply is lost (a proxy closes the connection once the server answers): retried
+  with the same request id, applied once (Connect and gRPC-Web, over HTTP/1.1);
 - the random bot: a whole round watched by a spectator.
 
 The example ``BotService`` server (grpc-java) plays a small duplicate tournament against
@@ -174,6 +176,17 @@ def test_kotlin_watch_leaves_resumes_and_closes(classpath: str, ports: Ports, pr
         f"watch: {closed}",
         f"after: {closed}",
     ], explain(result)
+
+
+@pytest.mark.parametrize("protocol", ["connect", "grpc-web"])
+def test_kotlin_retries_a_lost_reply_with_the_same_request_id(classpath: str, ports: Ports, protocol: str) -> None:
+    """A SubmitAction whose reply a proxy drops (applied, then the connection closed) is retried by the client with
+    the same request id on a new connection, and applied once. (HTTP/1.1 only: the proxy drops the first bytes the
+    server sends on the connection, which on HTTP/2 are its settings, before any request.)"""
+    result = java(classpath, "Retry", "--server", ports.of(protocol), "--protocol", protocol,
+                  "--api-key", OPERATOR_KEY, timeout=EXIT_TIMEOUT)
+    assert result.returncode == 0, explain(result)
+    assert result.stdout.splitlines() == ["lost reply: applied once, answered on a new connection"], explain(result)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -360,6 +360,10 @@ class GostopClient @JvmOverloads constructor(
                 .readTimeout(0, TimeUnit.MILLISECONDS)
                 .writeTimeout(0, TimeUnit.MILLISECONDS)
                 .callTimeout(0, TimeUnit.MILLISECONDS)
+            if (given == null) {
+                // Retries are the client's (RetryPolicy), not OkHttp's too.
+                builder.retryOnConnectionFailure(false)
+            }
             if (given == null && baseUrl.startsWith("http://")) {
                 // Plain HTTP only: OkHttp then leaves the platform's TLS alone (its set-up is most of
                 // the time a fresh process spends making a client).

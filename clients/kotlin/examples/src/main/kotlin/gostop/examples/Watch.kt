@@ -25,50 +25,6 @@ import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.runBlocking
 import java.net.InetSocketAddress
-import java.net.ServerSocket
-import java.net.Socket
-import java.util.Collections
-import kotlin.concurrent.thread
-
-/** A loopback TCP proxy to [target] whose open connections [cut] closes (new ones are accepted). */
-private class CuttingProxy(target: InetSocketAddress) : AutoCloseable {
-    private val server = ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())
-    private val open = Collections.synchronizedList(ArrayList<Socket>())
-    val port: Int get() = server.localPort
-
-    init {
-        thread(isDaemon = true, name = "proxy-accept") {
-            while (!server.isClosed) {
-                val downstream = runCatching { server.accept() }.getOrNull() ?: break
-                val upstream = runCatching { Socket(target.address, target.port) }.getOrNull()
-                if (upstream == null) {
-                    downstream.close()
-                    continue
-                }
-                open.add(downstream)
-                open.add(upstream)
-                pump(downstream, upstream)
-                pump(upstream, downstream)
-            }
-        }
-    }
-
-    private fun pump(from: Socket, to: Socket) = thread(isDaemon = true, name = "proxy-pump") {
-        runCatching { from.getInputStream().copyTo(to.getOutputStream(), 8192) }
-        runCatching { from.close() }
-        runCatching { to.close() }
-    }
-
-    fun cut() {
-        val sockets = synchronized(open) { open.toList().also { open.clear() } }
-        sockets.forEach { runCatching { it.close() } }
-    }
-
-    override fun close() {
-        server.close()
-        cut()
-    }
-}
 
 private fun key(e: WatchGameResponse) = "${e.version}:${e.event}"
 
