@@ -633,9 +633,14 @@ BOXES_SCRIPT = """() => {
   const floorCards = [...document.querySelectorAll('.month-group')]
     .map((g) => [...g.querySelectorAll('.card')].map(box));
   const d = document.documentElement;
+  // A hand card's number badge against its card's top (the month is drawn in its top-left corner).
+  const badges = [...document.querySelectorAll('[data-testid=hand-card]')]
+    .filter((b) => b.querySelector('.key') && b.querySelector('.key').getClientRects().length > 0)
+    .map((b) => b.querySelector('.key').getBoundingClientRect().bottom
+                - b.querySelector('.card').getBoundingClientRect().top);
   const body = document.querySelector('.decision-body');
   return { regions, inside, floorCards, scroll: [d.scrollWidth - d.clientWidth, d.scrollHeight - d.clientHeight],
-           hidden: body ? body.scrollHeight - body.clientHeight : 0,
+           hidden: body ? body.scrollHeight - body.clientHeight : 0, badges,
            viewport: [window.innerWidth, window.innerHeight] };
 }"""
 
@@ -657,6 +662,7 @@ def assert_fits(page: Page, where: str) -> None:
         at = f"{where} at {size_name}"
         assert got["scroll"][0] <= 0 and got["scroll"][1] <= 0, f"{at}: the page scrolls by {got['scroll']}"
         assert got["hidden"] <= 1, f"{at}: {got['hidden']}px of the prompt are scrolled out of view"
+        assert all(into <= 1 for into in got["badges"]), f"{at}: a number badge covers its card's month"
         width, height = got["viewport"]
         modal = "[data-testid=settlement]#0" in got["inside"]
         boxes = {**({} if modal else got["regions"]), **got["inside"]}
