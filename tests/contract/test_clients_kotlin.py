@@ -10,8 +10,8 @@ and gRPC-Web) with a token secret and an operator key, and runs the client's pro
 - the conformance runner: every ``tests/conformance/scenarios/*.json``, closing with ``N passed,
   N failed``;
 - the typed errors: a missing game, a wrong preset, a stale version, a seat that is not to move, a
-  token of another game's seat and a token that is no token, each with its code, ErrorInfo reason
-  and metadata;
+  token of another game's seat, a token that is no token and a watch of a missing game (a stream's
+  error), each with its code, ErrorInfo reason and metadata;
 - the watch Flow: leaving it early, resuming after a proxy cut every connection every 7 events
   (every event once, in order) and ``close()`` ending an open watch and later calls; the program
   must exit by itself (nothing of the client may keep the JVM running);
@@ -159,6 +159,7 @@ def test_kotlin_typed_errors(classpath: str, ports: Ports, protocol: str) -> Non
         "not your turn: FAILED_PRECONDITION NOT_YOUR_TURN gostop.v1 retryable=false",
         "foreign seat token: PERMISSION_DENIED WRONG_GAME gostop.v1 retryable=false",
         "bad token: UNAUTHENTICATED BAD_CREDENTIALS gostop.v1 retryable=false",
+        "watch of a missing game: NOT_FOUND GAME_NOT_FOUND gostop.v1 game_id=no-such-game retryable=false",
     ], explain(result)
 
 

@@ -296,7 +296,8 @@ class GostopClient @JvmOverloads constructor(
      *
      * The stream opens when the flow is collected. Leaving the collection early (`first()`,
      * `take(n)`, a throw, a cancelled coroutine) cancels the stream on the server; [close] ends it
-     * with a [GostopException] CANCELED ([CLIENT_CLOSED]).
+     * with a [GostopException] CANCELED ([CLIENT_CLOSED]). Collecting the same flow again goes on
+     * after the last version [progress] saw (pass a fresh [WatchProgress] to start over).
      */
     fun watch(gameId: String, token: String? = null, afterVersion: Long = 0, progress: WatchProgress = WatchProgress(afterVersion)): Flow<WatchGameResponse> = flow {
         val backoff = retry.start()

@@ -1,6 +1,7 @@
 // The typed errors of the client, one line each: the status code, the ErrorInfo reason and its
 // metadata (sorted), for a missing game, a wrong preset, a stale version, a seat that is not to
-// move, a token of another game's seat and a token that is no token.
+// move, a token of another game's seat, a token that is no token, and a watch of a missing game
+// (the error of a stream).
 //
 //   java -cp … gostop.examples.ErrorsKt [--server ADDRESS] [--protocol grpc|connect|grpc-web] [--api-key KEY]
 package gostop.examples
@@ -10,6 +11,7 @@ import gostop.client.GostopClient
 import gostop.client.GostopException
 import gostop.client.seatToken
 import gostop.v1.Game.CreateGameRequest
+import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.runBlocking
 
 private suspend fun failure(what: String, call: suspend () -> Any) {
@@ -53,6 +55,7 @@ fun main(args: Array<String>) {
                 client.submitAction(game.gameId, seatToken(other, next), played.version, nextView.getLegalActions(0).id)
             }
             failure("bad token") { client.getGame(game.gameId, CallAuth("not-a-token")) }
+            failure("watch of a missing game") { client.watch("no-such-game").first() }
         }
     } finally {
         client.close()
