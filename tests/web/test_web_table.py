@@ -850,6 +850,7 @@ def test_create_game_on_a_server_with_api_keys_points_to_the_key_field(browser: 
         assert "BAD_CREDENTIALS" not in error.inner_text()
         key = page.locator("[data-testid=api-key]")
         assert key.is_visible()
+        shot(page, "lobby-needs-key.png")
         assert page.evaluate("() => document.activeElement?.dataset.testid") == "api-key"
         key.fill("a-web-test-key")
         page.click("[data-testid=create]")
@@ -869,6 +870,7 @@ def test_invite_page_says_a_link_is_a_seat_secret(browser: Browser, open_server:
         page.wait_for_selector("[data-testid=created]", timeout=WAIT_MS)
         warning = page.locator("[data-testid=invite-secret]").inner_text()
         assert "secret" in warning and "only" in warning
+        shot(page, "invite-phone.png")
     finally:
         page.close()
 
@@ -895,6 +897,7 @@ def test_lobby_rules_are_not_cut_off_on_a_phone(browser: Browser, open_server: W
             box = text.bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
             assert text.evaluate("e => e.scrollWidth <= e.clientWidth")
+        shot(page, "lobby-phone.png")
     finally:
         page.close()
 
