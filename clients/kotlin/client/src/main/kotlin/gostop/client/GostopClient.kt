@@ -172,10 +172,13 @@ class GostopClient @JvmOverloads constructor(
         }
     }
 
-    /** A unary call with the retry policy: the same request again after UNAVAILABLE. */
+    /**
+     * A unary call with the retry policy: the same request again after UNAVAILABLE. [repeatable]: a
+     * read, or a step with its request id, which the server applies at most once.
+     */
     private suspend fun <O> unary(
         auth: CallAuth?,
-        hasRequestId: Boolean,
+        repeatable: Boolean,
         call: suspend (Headers) -> ResponseMessage<O>,
     ): O {
         val backoff = retry.start()
@@ -187,7 +190,7 @@ class GostopClient @JvmOverloads constructor(
             }
             // Without a request id (CreateGame) a retry after an unknown outcome could apply the
             // call twice: only a failure known not to be applied is retried.
-            val wait = if (!hasRequestId && error.outcomeUnknown) null else backoff.after(error)
+            val wait = if (!repeatable && error.outcomeUnknown) null else backoff.after(error)
             if (wait == null || closed) throw error
             delay(wait)
         }
