@@ -105,7 +105,7 @@ def run_one(generator: Path, players: int, workers: int, args: argparse.Namespac
                         "-players", str(players), "-connect-share", str(args.connect_share),
                         "-three-share", str(args.three_share), "-think-min", f"{args.think_min}s",
                         "-think-max", f"{args.think_max}s", "-warmup", f"{args.warmup}s",
-                        "-duration", f"{args.window}s", "-json", str(out)]
+                        "-duration", f"{args.window}s", "-json", str(out), f"-views={str(args.views).lower()}"]
                 env = dict(os.environ, GOSTOP_API_KEY=OPERATOR_KEY)
                 proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                 output: list[str] = []
@@ -186,6 +186,8 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=None, help="one long window instead (a soak)")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds to seat everyone before the window")
     parser.add_argument("--connect-share", type=float, default=0.25, help="players on the HTTP port (Connect)")
+    parser.add_argument("--views", action=argparse.BooleanOptionalAction, default=True,
+                        help="players learn their views from their streams (--no-views: GetGame after every event)")
     parser.add_argument("--three-share", type=float, default=0.0, help="players seated at three-player tables")
     parser.add_argument("--think-min", type=float, default=1.0, help="shortest think time, seconds")
     parser.add_argument("--think-max", type=float, default=3.0, help="longest think time, seconds")

@@ -45,9 +45,9 @@ from .errors import Code, ServiceError, denied, invalid, not_found, precondition
 from .fairness import FAIR_SCHEME, choose_seed, reveal
 from .metrics import Metrics
 from .plays import RoundPlays, round_plays
-from .repository import Repository, bounded_put, pack_entry, read_entry
-from .store_api import Committed, Conflict, Duplicate, Missing, Store, StoreCorrupt
-from .watch import StreamSlots, Watches
+from .repository import Loaded, Repository, bounded_put, pack_entry, read_entry
+from .store_api import Committed, Conflict, Duplicate, LogEntry, Missing, Store, StoreCorrupt
+from .watch import StreamSlots, ViewOf, Watches
 
 _GAME_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A game id, matched whole (``fullmatch``: ``$`` would let a trailing newline through)."""
@@ -195,15 +195,20 @@ class Games:
         if bots is None:
             bots = await self.bot_turns.seats(req.game_id)
         await self.bot_turns.nudge(req.game_id, version, match, bots)
-        key = (req.game_id, -1 if seat is None else seat)
+        return self._response(req.game_id, seat, Loaded(version, match, plays), bots)
+
+    def _response(self, game_id: str, seat: int | None, loaded: Loaded, bots: BotSeats) -> pb.GetGameResponse:
+        """``seat``'s view of the game at ``loaded``, built once per seat and version."""
+        version, match, plays, _ = loaded
+        key = (game_id, -1 if seat is None else seat)
         hit = self._views.get(key)
         if hit is not None and hit[0] == version:
             return hit[1]
         if plays is None:
             plays = round_plays(match)
-            self.repository.remember(req.game_id, version, match, plays)
+            self.repository.remember(game_id, version, match, plays)
         response = pb.GetGameResponse(version=version)
-        self._view(req.game_id, version, match, seat, response.view, plays)
+        self._view(game_id, version, match, seat, response.view, plays)
         response.view.bot_seats.extend(b.to_pb() for b in bots)
         bounded_put(self._views, key, (version, response), 2 * self.config.snapshot_cache)
         return response
@@ -342,9 +347,24 @@ class Games:
                     ) -> AsyncIterator[pb.WatchGameResponse]:
         """The caller's redacted events after ``after_version``, as they are committed; streams are
         bounded per game, seat and ``peer`` and end when the server begins to drain (``watch``)."""
-        seat, _ = await self._caller_seat(caller, req.game_id)
-        async for item in self.watches.watch(req, seat, peer):
+        seat, bots = await self._caller_seat(caller, req.game_id)
+        view_of = None
+        if req.include_views:
+            if bots is None:
+                bots = await self.bot_turns.seats(req.game_id)
+            view_of = self._view_of(req.game_id, seat, bots)
+        async for item in self.watches.watch(req, seat, peer, view_of):
             yield item
+
+    def _view_of(self, game_id: str, seat: int | None, bots: BotSeats) -> ViewOf:
+        """A stream's views: GetGame's, from this process's copy of the game brought forward by
+        the entries the stream read (the store's only when that cannot be done)."""
+
+        async def view_of(version: int, entries: list[LogEntry]) -> pb.GameView | None:
+            loaded = await self.repository.at(game_id, version, entries)
+            return None if loaded is None else self._response(game_id, seat, loaded, bots).view
+
+        return view_of
 
     async def log(self, req: pb.GetGameLogRequest, caller: Caller) -> pb.GetGameLogResponse:
         _check_game_id(req.game_id)

@@ -143,6 +143,24 @@ class Repository:
     def remember(self, game_id: str, version: int, match: Match, plays: RoundPlays | None = None) -> None:
         bounded_put(self.cache, game_id, Loaded(version, match, plays, True), self.config.snapshot_cache)
 
+    async def at(self, game_id: str, version: int, entries: list[LogEntry]) -> Loaded | None:
+        """The game at ``version``, or None when it has moved on: this process's copy at that
+        version, or its copy of an earlier version brought to it by replaying ``entries`` (log
+        entries just read, ending at ``version``), or else the store's."""
+        hit = self.cache.get(game_id)
+        if hit is not None and hit.version == version:
+            return hit
+        if hit is not None and hit.version < version:
+            steps = [item for item in entries if item.version > hit.version]
+            if steps and steps[0].version == hit.version + 1 and steps[-1].version == version:
+                match = hit.match
+                for item in steps:
+                    match = replay_step(match, item)
+                self.remember(game_id, version, match)
+                return Loaded(version, match, None, True)
+        loaded = await self.load(game_id)
+        return loaded if loaded.version == version else None
+
     def forget(self, game_id: str) -> None:
         self.cache.pop(game_id, None)
 

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import ipaddress
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from gostop.engine import redact
@@ -86,6 +86,10 @@ class StreamSlots:
                     del self._open[key]
 
 
+ViewOf = Callable[[int, list[LogEntry]], Awaitable[pb.GameView | None]]
+"""The watcher's view at a version (None: the game has moved on), given the entries just read."""
+
+
 class Renders:
     """Each log entry's messages for each viewer, made once per process however many streams
     send them (a seat's own streams, spectators), the most recent ``size`` kept. The entry's
@@ -141,9 +145,11 @@ class Watches:
         self.closing.set()
         return self.streams.total
 
-    async def watch(self, req: pb.WatchGameRequest, seat: int | None, peer: str
+    async def watch(self, req: pb.WatchGameRequest, seat: int | None, peer: str, view_of: ViewOf | None = None
                     ) -> AsyncIterator[pb.WatchGameResponse]:
-        """The events ``seat`` may see after ``after_version``, as they are committed.
+        """The events ``seat`` may see after ``after_version``, as they are committed; with
+        ``view_of``, the seat's view after the events of each version read (and at once, when
+        the stream starts at the game's version).
 
         ``after_version`` beyond the game's version is refused (``VERSION_AHEAD``): such a stream
         could only wait for versions nobody has played."""
@@ -161,11 +167,16 @@ class Watches:
         if match.finished and after >= version:
             return  # nothing will ever come after the entry that finished the match
         with self.streams.hold(req.game_id, seat, peer):
-            async with contextlib.aclosing(self._follow(req.game_id, after, viewer)) as items:
+            if view_of is not None and after == version:
+                first = await view_of(version, [])
+                if first is not None:
+                    yield pb.WatchGameResponse(version=version, view=first)
+            async with contextlib.aclosing(self._follow(req.game_id, after, viewer, view_of)) as items:
                 async for item in items:
                     yield item
 
-    async def _follow(self, game_id: str, after: int, viewer: int) -> AsyncGenerator[pb.WatchGameResponse, None]:
+    async def _follow(self, game_id: str, after: int, viewer: int, view_of: ViewOf | None
+                      ) -> AsyncGenerator[pb.WatchGameResponse, None]:
         """The log after ``after``, entry by entry as they come, until the match finishes (or the
         server drains: ``SHUTTING_DOWN`` with the last version sent)."""
         repo = self.repository
@@ -185,13 +196,20 @@ class Watches:
                     if await repo.version(game_id) is None:
                         raise not_found(game_id)
                     continue
+                finished = False
                 for item in entries:
                     messages, finished = self.renders.messages(game_id, item, viewer)
                     for message in messages:
                         yield message
                     after = item.version
                     if finished:
-                        return
+                        break
+                if view_of is not None:
+                    view = await view_of(after, entries)
+                    if view is not None:
+                        yield pb.WatchGameResponse(version=after, view=view)
+                if finished:
+                    return
         finally:
             closing.cancel()
             if wait is not None and not wait.done():

@@ -221,11 +221,24 @@ func (w *Watch) Recv() (*pb.WatchGameResponse, error) {
 // Close ends the stream early.
 func (w *Watch) Close() { w.cancel() }
 
+// WatchOption changes what a watch asks for.
+type WatchOption func(*pb.WatchGameRequest)
+
+// WithViews asks for the caller's view after the events of each version (a message with View set
+// and no Event), so that a seat learns its legal actions from the stream without GetGame.
+func WithViews() WatchOption {
+	return func(req *pb.WatchGameRequest) { req.IncludeViews = true }
+}
+
 // Watch streams the events of every version after afterVersion (0: the whole game) as they are
 // committed; the stream has no deadline but ctx's. An empty token watches as a spectator.
-func (c *Client) Watch(ctx context.Context, gameID, token string, afterVersion int64) (*Watch, error) {
+func (c *Client) Watch(ctx context.Context, gameID, token string, afterVersion int64, opts ...WatchOption) (*Watch, error) {
 	ctx, cancel := context.WithCancel(c.outgoing(ctx, token))
-	stream, err := c.raw.WatchGame(ctx, &pb.WatchGameRequest{GameId: gameID, AfterVersion: afterVersion})
+	req := &pb.WatchGameRequest{GameId: gameID, AfterVersion: afterVersion}
+	for _, opt := range opts {
+		opt(req)
+	}
+	stream, err := c.raw.WatchGame(ctx, req)
 	if err != nil {
 		cancel()
 		return nil, wrap(err)

@@ -169,8 +169,8 @@ type connectStream struct {
 	cancel context.CancelFunc
 }
 
-func (c *connectClient) watch(ctx context.Context, gameID, token string, after int64) (*connectStream, error) {
-	msg, err := proto.Marshal(&pb.WatchGameRequest{GameId: gameID, AfterVersion: after})
+func (c *connectClient) watch(ctx context.Context, gameID, token string, after int64, views bool) (*connectStream, error) {
+	msg, err := proto.Marshal(&pb.WatchGameRequest{GameId: gameID, AfterVersion: after, IncludeViews: views})
 	if err != nil {
 		return nil, err
 	}

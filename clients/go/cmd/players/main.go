@@ -7,8 +7,9 @@
 //	        [-warmup 5s] [-duration 30s] [-json FILE]
 //
 // Each player keeps WatchGame open for its seat (resuming after the last version received when
-// the stream breaks). After an event of someone else's commit it reads its view again
-// (GetGame, one call at a time, as the web table does); when the view gives it legal actions it
+// the stream breaks), with its view after each version's events (include_views; with -views=false
+// it reads its view with GetGame after every event of someone else's commit, one call at a time,
+// as a client without views does); when the view gives it legal actions it
 // thinks, then submits one of them at random (SubmitAction with a request id and the view's
 // version); seat 0 deals the next round (StartNextRound) once a round is over. A share of the
 // players (-connect-share) goes through the HTTP port with the Connect protocol, the rest through
@@ -52,6 +53,7 @@ type options struct {
 	httpAddrs    []string
 	players      int
 	connectShare float64
+	views        bool
 	threeShare   float64
 	thinkMin     time.Duration
 	thinkMax     time.Duration
@@ -81,6 +83,7 @@ func parseFlags() (*options, error) {
 	httpList := flag.String("http", "", "HTTP port addresses host:port for the Connect players, comma-separated (needed when -connect-share > 0)")
 	flag.IntVar(&o.players, "players", 100, "connected players")
 	flag.Float64Var(&o.connectShare, "connect-share", 0.25, "share of the players that use the Connect protocol on the HTTP port")
+	flag.BoolVar(&o.views, "views", true, "learn the seat's view from its stream (WatchGame include_views); false: GetGame after every event, as clients without views do")
 	flag.Float64Var(&o.threeShare, "three-share", 0, "share of the players seated in three-player games (the rest in two-player games)")
 	flag.DurationVar(&o.thinkMin, "think-min", time.Second, "shortest think time before an action")
 	flag.DurationVar(&o.thinkMax, "think-max", 3*time.Second, "longest think time before an action (uniform between the two)")
@@ -245,9 +248,10 @@ type player struct {
 	t        transport
 	rng      *rand.Rand
 	notify   chan struct{}
-	seen     atomic.Int64 // the newest version its stream carried
-	last     int64        // stream bookkeeping (watch goroutine only)
-	finished atomic.Bool  // the stream ended with the match
+	seen     atomic.Int64                         // the newest version its stream carried
+	view     atomic.Pointer[pb.WatchGameResponse] // the newest view its stream carried (-views)
+	last     int64                                // stream bookkeeping (watch goroutine only)
+	finished atomic.Bool                          // the stream ended with the match
 }
 
 func (p *player) think(ctx context.Context) bool {
@@ -271,7 +275,7 @@ func (p *player) watch(ctx context.Context) {
 			atomic.AddInt64(&p.r.resumes, 1)
 		}
 		first = false
-		s, err := p.t.watch(ctx, p.g.id, p.token, p.last)
+		s, err := p.t.watch(ctx, p.g.id, p.token, p.last, p.r.opts.views)
 		if err != nil {
 			if ctx.Err() == nil {
 				p.r.fail(err)
@@ -295,6 +299,11 @@ func (p *player) watch(ctx context.Context) {
 			}
 			now := time.Now()
 			v := msg.GetVersion()
+			if msg.GetView() != nil { // a view follows its version's events: no event bookkeeping
+				p.view.Store(msg)
+				p.signal()
+				continue
+			}
 			switch {
 			case v <= resumedAfter || v < p.last:
 				atomic.AddInt64(&p.r.duplicated, 1)
@@ -307,10 +316,32 @@ func (p *player) watch(ctx context.Context) {
 			}
 			p.last = v
 			p.seen.Store(v)
-			select {
-			case p.notify <- struct{}{}:
-			default:
-			}
+			p.signal()
+		}
+	}
+}
+
+func (p *player) signal() {
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+}
+
+// streamView waits for the stream's view of the newest version it carried.
+func (p *player) streamView(ctx context.Context) (*pb.WatchGameResponse, bool) {
+	for {
+		if got := p.view.Load(); got != nil && got.GetVersion() >= p.seen.Load() {
+			return got, true
+		}
+		if p.finished.Load() {
+			return nil, false
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-p.notify:
+		case <-time.After(time.Second):
 		}
 	}
 }
@@ -320,6 +351,14 @@ func (p *player) play(ctx context.Context) {
 	var view *pb.GameView
 	var version int64
 	refresh := func() bool {
+		if p.r.opts.views {
+			got, ok := p.streamView(ctx)
+			if ok {
+				view, version = got.GetView(), got.GetVersion()
+				p.g.noteVersion(version)
+			}
+			return ok
+		}
 		for ctx.Err() == nil {
 			got, err := p.t.getGame(context.WithoutCancel(ctx), p.g.id, p.token)
 			if err == nil {

@@ -17,7 +17,7 @@ type transport interface {
 	submit(ctx context.Context, gameID, token string, version int64, actionID int32, requestID string) (*pb.TurnResult, error)
 	startNextRound(ctx context.Context, gameID, token string, version int64, requestID string) (*pb.TurnResult, error)
 	createGame(ctx context.Context, req *pb.CreateGameRequest) (*pb.CreateGameResponse, error)
-	watch(ctx context.Context, gameID, token string, after int64) (stream, error)
+	watch(ctx context.Context, gameID, token string, after int64, views bool) (stream, error)
 }
 
 // stream is an open WatchGame: recv returns io.EOF once it ended with the match.
@@ -81,8 +81,12 @@ func (t grpcTransport) createGame(ctx context.Context, req *pb.CreateGameRequest
 	return t.client.CreateGame(ctx, req)
 }
 
-func (t grpcTransport) watch(ctx context.Context, gameID, token string, after int64) (stream, error) {
-	w, err := t.client.Watch(ctx, gameID, token, after)
+func (t grpcTransport) watch(ctx context.Context, gameID, token string, after int64, views bool) (stream, error) {
+	var opts []gostop.WatchOption
+	if views {
+		opts = append(opts, gostop.WithViews())
+	}
+	w, err := t.client.Watch(ctx, gameID, token, after, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +136,8 @@ func (t connectTransport) createGame(ctx context.Context, req *pb.CreateGameRequ
 	return out, t.client.unary(ctx, "CreateGame", "", req, out)
 }
 
-func (t connectTransport) watch(ctx context.Context, gameID, token string, after int64) (stream, error) {
-	s, err := t.client.watch(ctx, gameID, token, after)
+func (t connectTransport) watch(ctx context.Context, gameID, token string, after int64, views bool) (stream, error) {
+	s, err := t.client.watch(ctx, gameID, token, after, views)
 	if err != nil {
 		return nil, err
 	}

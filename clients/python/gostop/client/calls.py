@@ -188,6 +188,7 @@ class WatchSession:
     def __init__(self, request: pb.WatchGameRequest, metadata: Metadata, timeout: float | None,
                  policy: RetryPolicy) -> None:
         self.game_id = request.game_id
+        self.include_views = request.include_views
         self.metadata = metadata
         self.timeout = timeout
         self.cursor = WatchCursor(request.after_version)
@@ -196,7 +197,8 @@ class WatchSession:
 
     def connect(self, stub: Any) -> Any:
         """A (re)connection's call, resuming after the last complete version."""
-        request = pb.WatchGameRequest(game_id=self.game_id, after_version=self.cursor.resume())
+        request = pb.WatchGameRequest(game_id=self.game_id, after_version=self.cursor.resume(),
+                                      include_views=self.include_views)
         return stub.WatchGame(request, metadata=self.metadata, timeout=self.timeout)
 
     def deliver(self, item: pb.WatchGameResponse) -> bool:

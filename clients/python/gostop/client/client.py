@@ -314,11 +314,13 @@ class GostopClient(_Base):
         return self._run(self._methods.act(game, seat, token, max_attempts), choose)
 
     def watch(self, game: GameRef, after_version: int = 0, seat: int | None = None, *, token: str | None = None,
-              timeout: float | None = None) -> WatchStream:
+              timeout: float | None = None, include_views: bool = False) -> WatchStream:
         """The events (as ``seat`` may see them; a spectator's without a seat) of every version after
         ``after_version``, as they are committed; ends when the match is finished. Resumes by itself
-        after a server restart or a lost connection. ``timeout`` bounds each connection (none by default)."""
-        return WatchStream(self, self._methods.watch_request(game, after_version),
+        after a server restart or a lost connection. ``timeout`` bounds each connection (none by default).
+        ``include_views``: also the caller's view after each version's events (messages with
+        ``view`` set and no ``event``), so that a seat needs no GetGame to learn its moves."""
+        return WatchStream(self, self._methods.watch_request(game, after_version, include_views),
                            self._methods.seat_md(game, seat, token), timeout)
 
     def get_game_log(
@@ -475,8 +477,8 @@ class AsyncGostopClient(_Base):
         return await self._run(self._methods.act(game, seat, token, max_attempts), choose)
 
     def watch(self, game: GameRef, after_version: int = 0, seat: int | None = None, *, token: str | None = None,
-              timeout: float | None = None) -> AsyncWatchStream:
-        return AsyncWatchStream(self, self._methods.watch_request(game, after_version),
+              timeout: float | None = None, include_views: bool = False) -> AsyncWatchStream:
+        return AsyncWatchStream(self, self._methods.watch_request(game, after_version, include_views),
                                 self._methods.seat_md(game, seat, token), timeout)
 
     async def get_game_log(

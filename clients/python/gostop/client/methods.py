@@ -170,8 +170,9 @@ class Methods:
         out.next_after_version = 0
         return out
 
-    def watch_request(self, game: GameRef, after_version: int) -> pb.WatchGameRequest:
-        return pb.WatchGameRequest(game_id=self.game_id(game), after_version=after_version)
+    def watch_request(self, game: GameRef, after_version: int, include_views: bool = False) -> pb.WatchGameRequest:
+        return pb.WatchGameRequest(game_id=self.game_id(game), after_version=after_version,
+                                   include_views=include_views)
 
     # ---------------------------------------------------------------- handles and credentials
 

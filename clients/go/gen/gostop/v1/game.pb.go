@@ -2949,7 +2949,11 @@ type WatchGameRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	GameId string                 `protobuf:"bytes,1,opt,name=game_id,json=gameId,proto3" json:"game_id,omitempty"`
 	// Events of versions greater than this are sent; 0 sends the whole game.
-	AfterVersion  int64 `protobuf:"varint,2,opt,name=after_version,json=afterVersion,proto3" json:"after_version,omitempty"`
+	AfterVersion int64 `protobuf:"varint,2,opt,name=after_version,json=afterVersion,proto3" json:"after_version,omitempty"`
+	// Also send the caller's view (GetGame's) after the events of each version, so that a seat
+	// learns its legal actions from the stream instead of calling GetGame after every event.
+	// While the stream catches up on several versions at once, only the newest one's view is sent.
+	IncludeViews  bool `protobuf:"varint,3,opt,name=include_views,json=includeViews,proto3" json:"include_views,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2998,12 +3002,23 @@ func (x *WatchGameRequest) GetAfterVersion() int64 {
 	return 0
 }
 
-// WatchGameResponse is one event of the stream.
+func (x *WatchGameRequest) GetIncludeViews() bool {
+	if x != nil {
+		return x.IncludeViews
+	}
+	return false
+}
+
+// WatchGameResponse is one event of the stream, or (include_views) the caller's view after the
+// events of a version.
 type WatchGameResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The version whose commit produced the event.
-	Version       int64  `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
-	Event         *Event `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	// The version whose commit produced the event, or whose view this is.
+	Version int64 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	// Unset in a view message.
+	Event *Event `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	// Set only in a view message (include_views), which follows the events of its version.
+	View          *GameView `protobuf:"bytes,3,opt,name=view,proto3" json:"view,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3048,6 +3063,13 @@ func (x *WatchGameResponse) GetVersion() int64 {
 func (x *WatchGameResponse) GetEvent() *Event {
 	if x != nil {
 		return x.Event
+	}
+	return nil
+}
+
+func (x *WatchGameResponse) GetView() *GameView {
+	if x != nil {
+		return x.View
 	}
 	return nil
 }
@@ -7067,13 +7089,15 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\"G\n" +
 	"\x16StartNextRoundResponse\x12-\n" +
-	"\x06result\x18\x01 \x01(\v2\x15.gostop.v1.TurnResultR\x06result\"P\n" +
+	"\x06result\x18\x01 \x01(\v2\x15.gostop.v1.TurnResultR\x06result\"u\n" +
 	"\x10WatchGameRequest\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12#\n" +
-	"\rafter_version\x18\x02 \x01(\x03R\fafterVersion\"U\n" +
+	"\rafter_version\x18\x02 \x01(\x03R\fafterVersion\x12#\n" +
+	"\rinclude_views\x18\x03 \x01(\bR\fincludeViews\"~\n" +
 	"\x11WatchGameResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x12&\n" +
-	"\x05event\x18\x02 \x01(\v2\x10.gostop.v1.EventR\x05event\"n\n" +
+	"\x05event\x18\x02 \x01(\v2\x10.gostop.v1.EventR\x05event\x12'\n" +
+	"\x04view\x18\x03 \x01(\v2\x13.gostop.v1.GameViewR\x04view\"n\n" +
 	"\x11GetGameLogRequest\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12#\n" +
 	"\rafter_version\x18\x02 \x01(\x03R\fafterVersion\x12\x1b\n" +
@@ -7617,84 +7641,85 @@ var file_gostop_v1_game_proto_depIdxs = []int32{
 	42,  // 41: gostop.v1.SubmitActionResponse.result:type_name -> gostop.v1.TurnResult
 	42,  // 42: gostop.v1.StartNextRoundResponse.result:type_name -> gostop.v1.TurnResult
 	63,  // 43: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
-	27,  // 44: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
-	63,  // 45: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
-	49,  // 46: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
-	11,  // 47: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
-	18,  // 48: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
-	23,  // 49: gostop.v1.GetGameLogResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
-	24,  // 50: gostop.v1.GetGameLogResponse.deal_reveal:type_name -> gostop.v1.DealReveal
-	51,  // 51: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
-	51,  // 52: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
-	10,  // 53: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
-	56,  // 54: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
-	51,  // 55: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
-	56,  // 56: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
-	58,  // 57: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
-	57,  // 58: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
-	10,  // 59: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
-	54,  // 60: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
-	52,  // 61: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
-	55,  // 62: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
-	40,  // 63: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
-	57,  // 64: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
-	59,  // 65: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
-	60,  // 66: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
-	11,  // 67: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
-	53,  // 68: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
-	62,  // 69: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
-	20,  // 70: gostop.v1.GameView.bot_seats:type_name -> gostop.v1.BotSeat
-	64,  // 71: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
-	65,  // 72: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
-	66,  // 73: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
-	67,  // 74: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
-	68,  // 75: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
-	69,  // 76: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
-	70,  // 77: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
-	71,  // 78: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
-	72,  // 79: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
-	73,  // 80: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
-	74,  // 81: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
-	75,  // 82: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
-	76,  // 83: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
-	77,  // 84: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
-	78,  // 85: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
-	79,  // 86: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
-	80,  // 87: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
-	81,  // 88: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
-	82,  // 89: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
-	83,  // 90: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
-	84,  // 91: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
-	85,  // 92: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
-	86,  // 93: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
-	87,  // 94: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
-	88,  // 95: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
-	89,  // 96: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
-	90,  // 97: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
-	91,  // 98: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
-	17,  // 99: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
-	51,  // 100: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
-	57,  // 101: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
-	59,  // 102: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
-	15,  // 103: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
-	19,  // 104: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
-	25,  // 105: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
-	41,  // 106: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
-	46,  // 107: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
-	48,  // 108: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
-	44,  // 109: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
-	16,  // 110: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
-	22,  // 111: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
-	26,  // 112: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
-	43,  // 113: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
-	47,  // 114: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
-	50,  // 115: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
-	45,  // 116: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
-	110, // [110:117] is the sub-list for method output_type
-	103, // [103:110] is the sub-list for method input_type
-	103, // [103:103] is the sub-list for extension type_name
-	103, // [103:103] is the sub-list for extension extendee
-	0,   // [0:103] is the sub-list for field type_name
+	61,  // 44: gostop.v1.WatchGameResponse.view:type_name -> gostop.v1.GameView
+	27,  // 45: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
+	63,  // 46: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
+	49,  // 47: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
+	11,  // 48: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
+	18,  // 49: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
+	23,  // 50: gostop.v1.GetGameLogResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
+	24,  // 51: gostop.v1.GetGameLogResponse.deal_reveal:type_name -> gostop.v1.DealReveal
+	51,  // 52: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
+	51,  // 53: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
+	10,  // 54: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
+	56,  // 55: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
+	51,  // 56: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
+	56,  // 57: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
+	58,  // 58: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
+	57,  // 59: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
+	10,  // 60: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
+	54,  // 61: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
+	52,  // 62: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
+	55,  // 63: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
+	40,  // 64: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
+	57,  // 65: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
+	59,  // 66: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
+	60,  // 67: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
+	11,  // 68: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
+	53,  // 69: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
+	62,  // 70: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
+	20,  // 71: gostop.v1.GameView.bot_seats:type_name -> gostop.v1.BotSeat
+	64,  // 72: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
+	65,  // 73: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
+	66,  // 74: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
+	67,  // 75: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
+	68,  // 76: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
+	69,  // 77: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
+	70,  // 78: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
+	71,  // 79: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
+	72,  // 80: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
+	73,  // 81: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
+	74,  // 82: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
+	75,  // 83: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
+	76,  // 84: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
+	77,  // 85: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
+	78,  // 86: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
+	79,  // 87: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
+	80,  // 88: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
+	81,  // 89: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
+	82,  // 90: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
+	83,  // 91: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
+	84,  // 92: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
+	85,  // 93: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
+	86,  // 94: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
+	87,  // 95: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
+	88,  // 96: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
+	89,  // 97: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
+	90,  // 98: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
+	91,  // 99: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
+	17,  // 100: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
+	51,  // 101: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
+	57,  // 102: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
+	59,  // 103: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
+	15,  // 104: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
+	19,  // 105: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
+	25,  // 106: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
+	41,  // 107: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
+	46,  // 108: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
+	48,  // 109: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
+	44,  // 110: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
+	16,  // 111: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
+	22,  // 112: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
+	26,  // 113: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
+	43,  // 114: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
+	47,  // 115: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
+	50,  // 116: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
+	45,  // 117: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
+	111, // [111:118] is the sub-list for method output_type
+	104, // [104:111] is the sub-list for method input_type
+	104, // [104:104] is the sub-list for extension type_name
+	104, // [104:104] is the sub-list for extension extendee
+	0,   // [0:104] is the sub-list for field type_name
 }
 
 func init() { file_gostop_v1_game_proto_init() }
