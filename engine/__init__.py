@@ -12,7 +12,8 @@ The modules, one concept each: ``cards``, ``rules``, ``actions``, ``state`` (a r
 moment), ``dealing`` (the deal), ``legality`` (what is legal), ``turns`` (one step per action),
 ``scoring`` (the score), ``settlement`` (who pays whom), ``events``, ``views`` (what a seat may
 see), ``observer`` (a seat's view as a vector), ``play`` (``apply`` and ``Playout``), ``match``,
-``serialize``, ``render``, ``determinize``, ``testing`` (scripted deals); ``working`` is the
+``serialize``, ``render``, ``determinize``, ``previews`` (what a decision is worth and what a play
+takes, from a view), ``testing`` (scripted deals); ``working`` is the
 mutable copy a step changes, internal to the engine.
 
 ``BUILD`` says which build runs: the modules compiled with mypyc, or the pure-Python sources
