@@ -69,7 +69,8 @@ CARD_FIELDS = {
     ("TurnContext", "taken"), ("Hand", "cards"), ("Dealt", "floor"), ("BonusCaptured", "card"),
     ("BonusCaptured", "replacement"), ("GwangSold", "cards"), ("CardPlayed", "card"), ("Shaken", "cards"),
     ("Bombed", "cards"), ("CardFlipped", "card"), ("CardLaid", "card"), ("Captured", "cards"),
-    ("PpeokFormed", "cards"), ("PiStolen", "cards"), ("PlayRecord", "floor"),
+    ("PpeokFormed", "cards"), ("PiStolen", "cards"), ("PlayRecord", "floor"), ("CaptureHint", "takes"),
+    ("CaptureHint", "choose_from"),
 }  # fmt: skip
 """Every integer field that holds a card id, in the messages a seat receives."""
 
@@ -101,6 +102,8 @@ NOT_CARD_FIELDS = {
     "Sseul": {"seat", "points"}, "PiStolen": {"seat", "victim", "requested"}, "GukjinDecided": {"seat"},
     "ScoreChanged": {"seat", "total"}, "WentGo": {"seat", "count", "base"}, "Stopped": {"seat", "base"},
     "InstantWin": {"seat", "points"}, "InstantLoss": {"seat"}, "BotSeat": {"seat", "budget_ms"},
+    "CaptureHint": {"month_unseen"}, "SetReach": {"captured", "open"}, "StopPreview": {"next_base"},
+    "GoTerms": {"gos", "add", "multiplier", "go_score"},
 }  # fmt: skip
 """Every other integer field of those messages (seats, months, counts, points, versions)."""
 

@@ -56,6 +56,18 @@ from gostop.engine import (
     action_id,
 )
 from gostop.engine.events import Event
+from gostop.engine.previews import (
+    CaptureHint,
+    GoTerms,
+    GukjinPreview,
+    Reach,
+    SetReach,
+    StopPreview,
+    capture_hints,
+    gukjin_preview,
+    reach,
+    stop_preview,
+)
 from gostop.engine.render import action_label
 from gostop.engine.rules import FIELDS
 from gostop.engine.scoring import Score
@@ -68,19 +80,23 @@ __all__ = [
     "MatchSummary",
     "action_from_pb",
     "action_to_pb",
+    "capture_hints_from_pb",
     "deal_from_pb",
     "deal_to_pb",
     "event_from_pb",
     "event_to_pb",
     "fill",
+    "gukjin_preview_from_pb",
     "legal_actions_from_pb",
     "match_from_pb",
     "overrides_from_pb",
     "overrides_to_pb",
+    "reach_from_pb",
     "rules_from_pb",
     "rules_to_pb",
     "settlement_from_pb",
     "settlement_to_pb",
+    "stop_preview_from_pb",
     "view_from_pb",
     "view_to_pb",
 ]
@@ -366,6 +382,49 @@ def _legal_action_views() -> dict[int, bytes]:
 
 
 _LEGAL_VIEWS: Final = _legal_action_views()
+_LEGAL_BODIES: Final = {ident: pb.GameView.FromString(v).legal_actions[0].SerializeToString()
+                        for ident, v in _LEGAL_VIEWS.items()}
+"""Per action id: the bytes of its ``LegalAction`` alone (id, action and label)."""
+_LEGAL_TAG: Final = bytes([pb.GameView.DESCRIPTOR.fields_by_name["legal_actions"].number << 3 | 2])
+_CAPTURE_TAG: Final = bytes([pb.LegalAction.DESCRIPTOR.fields_by_name["capture"].number << 3 | 2])
+"""The keys of the length-delimited fields ``GameView.legal_actions`` and ``LegalAction.capture``."""
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _legal_view(ident: int, hint: CaptureHint | None) -> bytes:
+    """The bytes of a ``GameView`` holding only the legal action ``ident``, with its capture hint:
+    the action's bytes built once, the hint's appended (a message's fields may come in any order,
+    and the hint is set even when the play takes nothing)."""
+    if hint is None:
+        return _LEGAL_VIEWS[ident]
+    capture = pb.CaptureHint(
+        takes=hint.takes, choose_from=hint.choose_from, month_unseen=hint.month_unseen
+    ).SerializeToString()
+    body = b"".join((_LEGAL_BODIES[ident], _CAPTURE_TAG, _varint(len(capture)), capture))
+    return b"".join((_LEGAL_TAG, _varint(len(body)), body))
+
+
+def _stop_preview_pb(out: pb.StopPreview, preview: StopPreview) -> None:
+    fill(out.settlement, preview.settlement)
+    for msg, terms in ((out.now, preview.now), (out.next_go, preview.next_go)):
+        msg.gos, msg.add, msg.multiplier, msg.go_score = terms.gos, terms.add, terms.multiplier, terms.go_score
+    out.next_base, out.gobak = preview.next_base, preview.gobak
+    if preview.go_settlement is not None:
+        fill(out.go_settlement, preview.go_settlement)
+
+
+def _reach_pb(out: pb.Reach, near: Reach) -> None:
+    for msg, counts in ((out.godori, near.godori), (out.hongdan, near.hongdan), (out.cheongdan, near.cheongdan),
+                        (out.chodan, near.chodan), (out.gwang, near.gwang)):
+        msg.captured, msg.open = counts.captured, counts.open
 
 
 def view_to_pb(
@@ -389,12 +448,15 @@ def view_to_pb(
     out.floor.extend(view.floor)
     for stack in view.stacks:
         fill(out.stacks.add(), stack)
-    for seat in view.seats:
-        fill(out.seats.add(), seat)
+    for seat, near in zip(view.seats, reach(view), strict=True):
+        seat_msg = out.seats.add()
+        fill(seat_msg, seat)
+        _reach_pb(seat_msg.reach, near)
     if view.pending is not None:
         fill(out.pending, view.pending)
     # Merging serialized GameViews appends to their repeated fields: one parse for them all.
-    merged = [_LEGAL_VIEWS[action_id(a)] for a in view.legal_actions]
+    hints = capture_hints(view)
+    merged = [_legal_view(action_id(a), h) for a, h in zip(view.legal_actions, hints, strict=True)]
     if plays:
         merged.append(plays)
     if merged:
@@ -403,6 +465,13 @@ def view_to_pb(
         fill(out.payments.add(), payment)
     if view.settlement is not None:
         fill(out.settlement, view.settlement)
+    stop = stop_preview(view)
+    if stop is not None:
+        _stop_preview_pb(out.stop_preview, stop)
+    gukjin = gukjin_preview(view)
+    if gukjin is not None:
+        fill(out.gukjin_preview.keep, gukjin.keep)
+        fill(out.gukjin_preview.convert, gukjin.convert)
     if view.rules is not None:
         out.rules.CopyFrom(_rules_pb(view.rules))
     out.go_seq, out.steps = view.go_seq, view.steps
@@ -437,8 +506,9 @@ def legal_actions_from_pb(view: pb.GameView) -> tuple[Action, ...]:
 
 _NESTED: Final[dict[str, type]] = {
     "Score": Score, "Payment": Payment, "Settlement": Settlement, "Bill": Bill, "Factor": Factor,
+    "GoTerms": GoTerms, "SetReach": SetReach,
 }
-_OPTIONAL: Final[frozenset[tuple[type, str]]] = frozenset({(Settlement, "score")})
+_OPTIONAL: Final[frozenset[tuple[type, str]]] = frozenset({(Settlement, "score"), (StopPreview, "go_settlement")})
 """Message fields that stand for an engine value that may be ``None`` (absent on the wire)."""
 
 _BuildPlan = tuple[tuple[str, str, Any], ...]
@@ -504,6 +574,29 @@ def event_from_pb(msg: pb.Event) -> Event:
 def settlement_from_pb(msg: pb.Settlement) -> Settlement:
     """The engine settlement of a wire settlement."""
     return _build(Settlement, msg)
+
+
+def stop_preview_from_pb(msg: pb.GameView) -> StopPreview | None:
+    """The view's stop preview (``engine.previews.stop_preview``): set for the seat deciding 고 or
+    스톱, otherwise ``None``."""
+    return _build(StopPreview, msg.stop_preview) if msg.HasField("stop_preview") else None
+
+
+def gukjin_preview_from_pb(msg: pb.GameView) -> GukjinPreview | None:
+    """The view's 국진 preview (``engine.previews.gukjin_preview``): set for the seat deciding 국진,
+    otherwise ``None``."""
+    return _build(GukjinPreview, msg.gukjin_preview) if msg.HasField("gukjin_preview") else None
+
+
+def capture_hints_from_pb(msg: pb.GameView) -> tuple[CaptureHint | None, ...]:
+    """Per legal action of the view, in its order: what the play takes from the floor
+    (``engine.previews.capture_hints``), or ``None`` for an action that is not a play."""
+    return tuple(_build(CaptureHint, la.capture) if la.HasField("capture") else None for la in msg.legal_actions)
+
+
+def reach_from_pb(msg: pb.GameView) -> tuple[Reach, ...]:
+    """Every seat's sets within reach (``engine.previews.reach``), in seat order."""
+    return tuple(_build(Reach, s.reach) for s in msg.seats)
 
 
 # ------------------------------------------------------------------------------ views

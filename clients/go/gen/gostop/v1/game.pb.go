@@ -2557,7 +2557,10 @@ type LegalAction struct {
 	Id     int32   `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	Action *Action `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
 	// A short English label, e.g. "play 02-tti".
-	Label         string `protobuf:"bytes,3,opt,name=label,proto3" json:"label,omitempty"`
+	Label string `protobuf:"bytes,3,opt,name=label,proto3" json:"label,omitempty"`
+	// Set on every play of a PHASE_PLAY decision (a hand card, 폭탄 or 빈 내기): what the played
+	// cards themselves take from the floor. Unset for other actions.
+	Capture       *CaptureHint `protobuf:"bytes,4,opt,name=capture,proto3" json:"capture,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2613,6 +2616,86 @@ func (x *LegalAction) GetLabel() string {
 	return ""
 }
 
+func (x *LegalAction) GetCapture() *CaptureHint {
+	if x != nil {
+		return x.Capture
+	}
+	return nil
+}
+
+// CaptureHint is what a play takes from the floor before the flip (the flipped card comes from
+// the stock and is unknown until it is made), from the viewer's view alone.
+//
+//   - No card of the month on the floor: takes and choose_from are empty (the card is laid).
+//   - One: takes is that card (unless the flip is of the same month: then the three stay as a 뻑).
+//   - Two: choose_from holds both; the seat picks one (ChooseCapture) before the flip (a flip of the
+//     same month takes the other too: 따닥).
+//   - Three (a stack): takes is all three.
+//   - 폭탄: takes is the month's one floor card. 빈 내기 (FlipOnly) takes nothing.
+type CaptureHint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Floor cards the play takes, ascending.
+	Takes []int32 `protobuf:"varint,1,rep,packed,name=takes,proto3" json:"takes,omitempty"`
+	// The two floor cards the seat will choose between, ascending.
+	ChooseFrom []int32 `protobuf:"varint,2,rep,packed,name=choose_from,json=chooseFrom,proto3" json:"choose_from,omitempty"`
+	// Cards of the played month the viewer cannot see (other hands, the stock): 0 means the flip
+	// cannot be of that month, so no 쪽, 뻑 or 따닥 on this play.
+	MonthUnseen   int32 `protobuf:"varint,3,opt,name=month_unseen,json=monthUnseen,proto3" json:"month_unseen,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CaptureHint) Reset() {
+	*x = CaptureHint{}
+	mi := &file_gostop_v1_game_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CaptureHint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CaptureHint) ProtoMessage() {}
+
+func (x *CaptureHint) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CaptureHint.ProtoReflect.Descriptor instead.
+func (*CaptureHint) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *CaptureHint) GetTakes() []int32 {
+	if x != nil {
+		return x.Takes
+	}
+	return nil
+}
+
+func (x *CaptureHint) GetChooseFrom() []int32 {
+	if x != nil {
+		return x.ChooseFrom
+	}
+	return nil
+}
+
+func (x *CaptureHint) GetMonthUnseen() int32 {
+	if x != nil {
+		return x.MonthUnseen
+	}
+	return 0
+}
+
 // SubmitActionRequest applies an action of the caller's seat.
 type SubmitActionRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -2632,7 +2715,7 @@ type SubmitActionRequest struct {
 
 func (x *SubmitActionRequest) Reset() {
 	*x = SubmitActionRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[30]
+	mi := &file_gostop_v1_game_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2644,7 +2727,7 @@ func (x *SubmitActionRequest) String() string {
 func (*SubmitActionRequest) ProtoMessage() {}
 
 func (x *SubmitActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[30]
+	mi := &file_gostop_v1_game_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2657,7 +2740,7 @@ func (x *SubmitActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitActionRequest.ProtoReflect.Descriptor instead.
 func (*SubmitActionRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{30}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SubmitActionRequest) GetGameId() string {
@@ -2737,7 +2820,7 @@ type TurnResult struct {
 
 func (x *TurnResult) Reset() {
 	*x = TurnResult{}
-	mi := &file_gostop_v1_game_proto_msgTypes[31]
+	mi := &file_gostop_v1_game_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2832,7 @@ func (x *TurnResult) String() string {
 func (*TurnResult) ProtoMessage() {}
 
 func (x *TurnResult) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[31]
+	mi := &file_gostop_v1_game_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2845,7 @@ func (x *TurnResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnResult.ProtoReflect.Descriptor instead.
 func (*TurnResult) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{31}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TurnResult) GetEvents() []*Event {
@@ -2803,7 +2886,7 @@ type SubmitActionResponse struct {
 
 func (x *SubmitActionResponse) Reset() {
 	*x = SubmitActionResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[32]
+	mi := &file_gostop_v1_game_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2815,7 +2898,7 @@ func (x *SubmitActionResponse) String() string {
 func (*SubmitActionResponse) ProtoMessage() {}
 
 func (x *SubmitActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[32]
+	mi := &file_gostop_v1_game_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2828,7 +2911,7 @@ func (x *SubmitActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitActionResponse.ProtoReflect.Descriptor instead.
 func (*SubmitActionResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{32}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SubmitActionResponse) GetResult() *TurnResult {
@@ -2850,7 +2933,7 @@ type StartNextRoundRequest struct {
 
 func (x *StartNextRoundRequest) Reset() {
 	*x = StartNextRoundRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[33]
+	mi := &file_gostop_v1_game_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2862,7 +2945,7 @@ func (x *StartNextRoundRequest) String() string {
 func (*StartNextRoundRequest) ProtoMessage() {}
 
 func (x *StartNextRoundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[33]
+	mi := &file_gostop_v1_game_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2875,7 +2958,7 @@ func (x *StartNextRoundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartNextRoundRequest.ProtoReflect.Descriptor instead.
 func (*StartNextRoundRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{33}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StartNextRoundRequest) GetGameId() string {
@@ -2909,7 +2992,7 @@ type StartNextRoundResponse struct {
 
 func (x *StartNextRoundResponse) Reset() {
 	*x = StartNextRoundResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[34]
+	mi := &file_gostop_v1_game_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2921,7 +3004,7 @@ func (x *StartNextRoundResponse) String() string {
 func (*StartNextRoundResponse) ProtoMessage() {}
 
 func (x *StartNextRoundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[34]
+	mi := &file_gostop_v1_game_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2934,7 +3017,7 @@ func (x *StartNextRoundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartNextRoundResponse.ProtoReflect.Descriptor instead.
 func (*StartNextRoundResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{34}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StartNextRoundResponse) GetResult() *TurnResult {
@@ -2960,7 +3043,7 @@ type WatchGameRequest struct {
 
 func (x *WatchGameRequest) Reset() {
 	*x = WatchGameRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[35]
+	mi := &file_gostop_v1_game_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2972,7 +3055,7 @@ func (x *WatchGameRequest) String() string {
 func (*WatchGameRequest) ProtoMessage() {}
 
 func (x *WatchGameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[35]
+	mi := &file_gostop_v1_game_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2985,7 +3068,7 @@ func (x *WatchGameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchGameRequest.ProtoReflect.Descriptor instead.
 func (*WatchGameRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{35}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WatchGameRequest) GetGameId() string {
@@ -3025,7 +3108,7 @@ type WatchGameResponse struct {
 
 func (x *WatchGameResponse) Reset() {
 	*x = WatchGameResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[36]
+	mi := &file_gostop_v1_game_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3037,7 +3120,7 @@ func (x *WatchGameResponse) String() string {
 func (*WatchGameResponse) ProtoMessage() {}
 
 func (x *WatchGameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[36]
+	mi := &file_gostop_v1_game_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3050,7 +3133,7 @@ func (x *WatchGameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchGameResponse.ProtoReflect.Descriptor instead.
 func (*WatchGameResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{36}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WatchGameResponse) GetVersion() int64 {
@@ -3088,7 +3171,7 @@ type GetGameLogRequest struct {
 
 func (x *GetGameLogRequest) Reset() {
 	*x = GetGameLogRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[37]
+	mi := &file_gostop_v1_game_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3100,7 +3183,7 @@ func (x *GetGameLogRequest) String() string {
 func (*GetGameLogRequest) ProtoMessage() {}
 
 func (x *GetGameLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[37]
+	mi := &file_gostop_v1_game_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3113,7 +3196,7 @@ func (x *GetGameLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameLogRequest.ProtoReflect.Descriptor instead.
 func (*GetGameLogRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{37}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetGameLogRequest) GetGameId() string {
@@ -3153,7 +3236,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_gostop_v1_game_proto_msgTypes[38]
+	mi := &file_gostop_v1_game_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3165,7 +3248,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[38]
+	mi := &file_gostop_v1_game_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3178,7 +3261,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{38}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *LogEntry) GetVersion() int64 {
@@ -3240,7 +3323,7 @@ type GetGameLogResponse struct {
 
 func (x *GetGameLogResponse) Reset() {
 	*x = GetGameLogResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[39]
+	mi := &file_gostop_v1_game_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3252,7 +3335,7 @@ func (x *GetGameLogResponse) String() string {
 func (*GetGameLogResponse) ProtoMessage() {}
 
 func (x *GetGameLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[39]
+	mi := &file_gostop_v1_game_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3265,7 +3348,7 @@ func (x *GetGameLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameLogResponse.ProtoReflect.Descriptor instead.
 func (*GetGameLogResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{39}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetGameLogResponse) GetEntries() []*LogEntry {
@@ -3356,7 +3439,7 @@ type Score struct {
 
 func (x *Score) Reset() {
 	*x = Score{}
-	mi := &file_gostop_v1_game_proto_msgTypes[40]
+	mi := &file_gostop_v1_game_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3368,7 +3451,7 @@ func (x *Score) String() string {
 func (*Score) ProtoMessage() {}
 
 func (x *Score) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[40]
+	mi := &file_gostop_v1_game_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3381,7 +3464,7 @@ func (x *Score) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Score.ProtoReflect.Descriptor instead.
 func (*Score) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{40}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Score) GetGwangCount() int32 {
@@ -3522,14 +3605,17 @@ type SeatView struct {
 	// Order of the seat's latest go in the round (0: none).
 	LastGoOrder int32 `protobuf:"varint,18,opt,name=last_go_order,json=lastGoOrder,proto3" json:"last_go_order,omitempty"`
 	// 쓸 made (arcade scores them).
-	Sseul         int32 `protobuf:"varint,19,opt,name=sseul,proto3" json:"sseul,omitempty"`
+	Sseul int32 `protobuf:"varint,19,opt,name=sseul,proto3" json:"sseul,omitempty"`
+	// How near the seat is to the sets that score, from the captured piles only (public: the same
+	// for every viewer).
+	Reach         *Reach `protobuf:"bytes,20,opt,name=reach,proto3" json:"reach,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SeatView) Reset() {
 	*x = SeatView{}
-	mi := &file_gostop_v1_game_proto_msgTypes[41]
+	mi := &file_gostop_v1_game_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3541,7 +3627,7 @@ func (x *SeatView) String() string {
 func (*SeatView) ProtoMessage() {}
 
 func (x *SeatView) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[41]
+	mi := &file_gostop_v1_game_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3554,7 +3640,7 @@ func (x *SeatView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatView.ProtoReflect.Descriptor instead.
 func (*SeatView) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{41}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SeatView) GetSeat() int32 {
@@ -3690,6 +3776,148 @@ func (x *SeatView) GetSseul() int32 {
 	return 0
 }
 
+func (x *SeatView) GetReach() *Reach {
+	if x != nil {
+		return x.Reach
+	}
+	return nil
+}
+
+// Reach is a seat's progress on 고도리, 홍단, 청단, 초단 (three cards each) and 광 (five cards).
+type Reach struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Godori        *SetReach              `protobuf:"bytes,1,opt,name=godori,proto3" json:"godori,omitempty"`
+	Hongdan       *SetReach              `protobuf:"bytes,2,opt,name=hongdan,proto3" json:"hongdan,omitempty"`
+	Cheongdan     *SetReach              `protobuf:"bytes,3,opt,name=cheongdan,proto3" json:"cheongdan,omitempty"`
+	Chodan        *SetReach              `protobuf:"bytes,4,opt,name=chodan,proto3" json:"chodan,omitempty"`
+	Gwang         *SetReach              `protobuf:"bytes,5,opt,name=gwang,proto3" json:"gwang,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reach) Reset() {
+	*x = Reach{}
+	mi := &file_gostop_v1_game_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reach) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reach) ProtoMessage() {}
+
+func (x *Reach) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reach.ProtoReflect.Descriptor instead.
+func (*Reach) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *Reach) GetGodori() *SetReach {
+	if x != nil {
+		return x.Godori
+	}
+	return nil
+}
+
+func (x *Reach) GetHongdan() *SetReach {
+	if x != nil {
+		return x.Hongdan
+	}
+	return nil
+}
+
+func (x *Reach) GetCheongdan() *SetReach {
+	if x != nil {
+		return x.Cheongdan
+	}
+	return nil
+}
+
+func (x *Reach) GetChodan() *SetReach {
+	if x != nil {
+		return x.Chodan
+	}
+	return nil
+}
+
+func (x *Reach) GetGwang() *SetReach {
+	if x != nil {
+		return x.Gwang
+	}
+	return nil
+}
+
+// SetReach counts one set's cards for one seat. A set is within reach while captured + open is
+// its size (광 score from three). A set's cards are never stolen, so a card in another seat's pile
+// is out of reach for good; open cards may be anywhere else (floor, hands, stock, and in 4 players
+// a sitting-out hand, which stays hidden).
+type SetReach struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cards of the set in this seat's pile.
+	Captured int32 `protobuf:"varint,1,opt,name=captured,proto3" json:"captured,omitempty"`
+	// Cards of the set in no seat's pile yet.
+	Open          int32 `protobuf:"varint,2,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetReach) Reset() {
+	*x = SetReach{}
+	mi := &file_gostop_v1_game_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetReach) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetReach) ProtoMessage() {}
+
+func (x *SetReach) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetReach.ProtoReflect.Descriptor instead.
+func (*SetReach) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *SetReach) GetCaptured() int32 {
+	if x != nil {
+		return x.Captured
+	}
+	return 0
+}
+
+func (x *SetReach) GetOpen() int32 {
+	if x != nil {
+		return x.Open
+	}
+	return 0
+}
+
 // TurnContext is a turn in progress while it waits for a decision; every card in it is face up.
 type TurnContext struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3713,7 +3941,7 @@ type TurnContext struct {
 
 func (x *TurnContext) Reset() {
 	*x = TurnContext{}
-	mi := &file_gostop_v1_game_proto_msgTypes[42]
+	mi := &file_gostop_v1_game_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3725,7 +3953,7 @@ func (x *TurnContext) String() string {
 func (*TurnContext) ProtoMessage() {}
 
 func (x *TurnContext) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[42]
+	mi := &file_gostop_v1_game_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3738,7 +3966,7 @@ func (x *TurnContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnContext.ProtoReflect.Descriptor instead.
 func (*TurnContext) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{42}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TurnContext) GetSeat() int32 {
@@ -3843,7 +4071,7 @@ type Stack struct {
 
 func (x *Stack) Reset() {
 	*x = Stack{}
-	mi := &file_gostop_v1_game_proto_msgTypes[43]
+	mi := &file_gostop_v1_game_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3855,7 +4083,7 @@ func (x *Stack) String() string {
 func (*Stack) ProtoMessage() {}
 
 func (x *Stack) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[43]
+	mi := &file_gostop_v1_game_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3868,7 +4096,7 @@ func (x *Stack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stack.ProtoReflect.Descriptor instead.
 func (*Stack) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{43}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Stack) GetMonth() int32 {
@@ -3899,7 +4127,7 @@ type Pending struct {
 
 func (x *Pending) Reset() {
 	*x = Pending{}
-	mi := &file_gostop_v1_game_proto_msgTypes[44]
+	mi := &file_gostop_v1_game_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3911,7 +4139,7 @@ func (x *Pending) String() string {
 func (*Pending) ProtoMessage() {}
 
 func (x *Pending) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[44]
+	mi := &file_gostop_v1_game_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3924,7 +4152,7 @@ func (x *Pending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pending.ProtoReflect.Descriptor instead.
 func (*Pending) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{44}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Pending) GetPhase() Phase {
@@ -3973,7 +4201,7 @@ type Factor struct {
 
 func (x *Factor) Reset() {
 	*x = Factor{}
-	mi := &file_gostop_v1_game_proto_msgTypes[45]
+	mi := &file_gostop_v1_game_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3985,7 +4213,7 @@ func (x *Factor) String() string {
 func (*Factor) ProtoMessage() {}
 
 func (x *Factor) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[45]
+	mi := &file_gostop_v1_game_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3998,7 +4226,7 @@ func (x *Factor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Factor.ProtoReflect.Descriptor instead.
 func (*Factor) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{45}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Factor) GetName() string {
@@ -4028,7 +4256,7 @@ type Payment struct {
 
 func (x *Payment) Reset() {
 	*x = Payment{}
-	mi := &file_gostop_v1_game_proto_msgTypes[46]
+	mi := &file_gostop_v1_game_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4040,7 +4268,7 @@ func (x *Payment) String() string {
 func (*Payment) ProtoMessage() {}
 
 func (x *Payment) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[46]
+	mi := &file_gostop_v1_game_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4053,7 +4281,7 @@ func (x *Payment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Payment.ProtoReflect.Descriptor instead.
 func (*Payment) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{46}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Payment) GetPayer() int32 {
@@ -4098,7 +4326,7 @@ type Bill struct {
 
 func (x *Bill) Reset() {
 	*x = Bill{}
-	mi := &file_gostop_v1_game_proto_msgTypes[47]
+	mi := &file_gostop_v1_game_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4110,7 +4338,7 @@ func (x *Bill) String() string {
 func (*Bill) ProtoMessage() {}
 
 func (x *Bill) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[47]
+	mi := &file_gostop_v1_game_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4123,7 +4351,7 @@ func (x *Bill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bill.ProtoReflect.Descriptor instead.
 func (*Bill) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{47}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Bill) GetSeat() int32 {
@@ -4185,7 +4413,7 @@ type Settlement struct {
 
 func (x *Settlement) Reset() {
 	*x = Settlement{}
-	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	mi := &file_gostop_v1_game_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4197,7 +4425,7 @@ func (x *Settlement) String() string {
 func (*Settlement) ProtoMessage() {}
 
 func (x *Settlement) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	mi := &file_gostop_v1_game_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4210,7 +4438,7 @@ func (x *Settlement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settlement.ProtoReflect.Descriptor instead.
 func (*Settlement) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{48}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Settlement) GetOutcome() string {
@@ -4329,7 +4557,7 @@ type MatchSummary struct {
 
 func (x *MatchSummary) Reset() {
 	*x = MatchSummary{}
-	mi := &file_gostop_v1_game_proto_msgTypes[49]
+	mi := &file_gostop_v1_game_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4341,7 +4569,7 @@ func (x *MatchSummary) String() string {
 func (*MatchSummary) ProtoMessage() {}
 
 func (x *MatchSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[49]
+	mi := &file_gostop_v1_game_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4354,7 +4582,7 @@ func (x *MatchSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchSummary.ProtoReflect.Descriptor instead.
 func (*MatchSummary) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{49}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *MatchSummary) GetRoundNo() int32 {
@@ -4448,14 +4676,20 @@ type GameView struct {
 	// Every play of the round so far (hand cards, 폭탄, 빈 내기), oldest first: public.
 	Plays []*PlayRecord `protobuf:"bytes,23,rep,name=plays,proto3" json:"plays,omitempty"`
 	// The seats played by bot workers, ascending by seat (empty: every seat is a person's).
-	BotSeats      []*BotSeat `protobuf:"bytes,24,rep,name=bot_seats,json=botSeats,proto3" json:"bot_seats,omitempty"`
+	BotSeats []*BotSeat `protobuf:"bytes,24,rep,name=bot_seats,json=botSeats,proto3" json:"bot_seats,omitempty"`
+	// Set in the view of the seat deciding 고 or 스톱 (PHASE_GO_STOP), for it alone: what a stop
+	// would pay now and what a 고 adds.
+	StopPreview *StopPreview `protobuf:"bytes,25,opt,name=stop_preview,json=stopPreview,proto3" json:"stop_preview,omitempty"`
+	// Set in the view of the seat deciding 국진 (PHASE_GUKJIN), for it alone: its base score with
+	// 국진 kept as a 열끗 and made a 쌍피.
+	GukjinPreview *GukjinPreview `protobuf:"bytes,26,opt,name=gukjin_preview,json=gukjinPreview,proto3" json:"gukjin_preview,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GameView) Reset() {
 	*x = GameView{}
-	mi := &file_gostop_v1_game_proto_msgTypes[50]
+	mi := &file_gostop_v1_game_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4467,7 +4701,7 @@ func (x *GameView) String() string {
 func (*GameView) ProtoMessage() {}
 
 func (x *GameView) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[50]
+	mi := &file_gostop_v1_game_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4480,7 +4714,7 @@ func (x *GameView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GameView.ProtoReflect.Descriptor instead.
 func (*GameView) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{50}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GameView) GetGameId() string {
@@ -4651,6 +4885,244 @@ func (x *GameView) GetBotSeats() []*BotSeat {
 	return nil
 }
 
+func (x *GameView) GetStopPreview() *StopPreview {
+	if x != nil {
+		return x.StopPreview
+	}
+	return nil
+}
+
+func (x *GameView) GetGukjinPreview() *GukjinPreview {
+	if x != nil {
+		return x.GukjinPreview
+	}
+	return nil
+}
+
+// StopPreview is what the seat deciding 고 or 스톱 would be paid if it stopped now, computed by the
+// engine's own settlement (it reads only public facts: captured piles, gos, 흔들기/폭탄, the carry,
+// the payments), and what one more 고 adds.
+type StopPreview struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The settlement of a stop now, exactly as the round would be settled: each payer's bill names
+	// its factors (pibak, gwangbak, gobak, own_shake_bomb), winner_factors the winner's (shake_bomb,
+	// meongbak, nagari_carry); a payer pays bill.pays points, that is pays × point_value money;
+	// points and money are each seat's net for the round, instant payments included.
+	Settlement *Settlement `protobuf:"bytes,1,opt,name=settlement,proto3" json:"settlement,omitempty"`
+	// The go terms of the stop now (the gos declared so far).
+	Now *GoTerms `protobuf:"bytes,2,opt,name=now,proto3" json:"now,omitempty"`
+	// The go terms after one more 고, at the current base: what a later stop is paid on at the least
+	// before the factors (a later stop comes only at a higher base).
+	NextGo *GoTerms `protobuf:"bytes,3,opt,name=next_go,json=nextGo,proto3" json:"next_go,omitempty"`
+	// After the 고, the seat decides again only once its base score reaches this.
+	NextBase int32 `protobuf:"varint,4,opt,name=next_base,json=nextBase,proto3" json:"next_base,omitempty"`
+	// Under these rules, a seat that has gone and then loses pays 고박 (×2 in 2 players; in 3 players
+	// it pays every loser's bill).
+	Gobak bool `protobuf:"varint,5,opt,name=gobak,proto3" json:"gobak,omitempty"`
+	// Set when a 고 now ends the round at once (arcade's last 고; no seat has a turn left): the
+	// settlement it brings.
+	GoSettlement  *Settlement `protobuf:"bytes,6,opt,name=go_settlement,json=goSettlement,proto3" json:"go_settlement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopPreview) Reset() {
+	*x = StopPreview{}
+	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopPreview) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopPreview) ProtoMessage() {}
+
+func (x *StopPreview) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopPreview.ProtoReflect.Descriptor instead.
+func (*StopPreview) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *StopPreview) GetSettlement() *Settlement {
+	if x != nil {
+		return x.Settlement
+	}
+	return nil
+}
+
+func (x *StopPreview) GetNow() *GoTerms {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+func (x *StopPreview) GetNextGo() *GoTerms {
+	if x != nil {
+		return x.NextGo
+	}
+	return nil
+}
+
+func (x *StopPreview) GetNextBase() int32 {
+	if x != nil {
+		return x.NextBase
+	}
+	return 0
+}
+
+func (x *StopPreview) GetGobak() bool {
+	if x != nil {
+		return x.Gobak
+	}
+	return false
+}
+
+func (x *StopPreview) GetGoSettlement() *Settlement {
+	if x != nil {
+		return x.GoSettlement
+	}
+	return nil
+}
+
+// GoTerms is how a go count turns a base score into the go score: go_score = (base + add) ×
+// multiplier. Each go up to the second adds a point; each go from the third doubles, on base + 2
+// (go scoring standard) or on base + gos (additive).
+type GoTerms struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Gos        int32                  `protobuf:"varint,1,opt,name=gos,proto3" json:"gos,omitempty"`
+	Add        int32                  `protobuf:"varint,2,opt,name=add,proto3" json:"add,omitempty"`
+	Multiplier int64                  `protobuf:"varint,3,opt,name=multiplier,proto3" json:"multiplier,omitempty"`
+	// The go score of the seat's current base with these gos.
+	GoScore       int64 `protobuf:"varint,4,opt,name=go_score,json=goScore,proto3" json:"go_score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GoTerms) Reset() {
+	*x = GoTerms{}
+	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GoTerms) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GoTerms) ProtoMessage() {}
+
+func (x *GoTerms) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GoTerms.ProtoReflect.Descriptor instead.
+func (*GoTerms) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *GoTerms) GetGos() int32 {
+	if x != nil {
+		return x.Gos
+	}
+	return 0
+}
+
+func (x *GoTerms) GetAdd() int32 {
+	if x != nil {
+		return x.Add
+	}
+	return 0
+}
+
+func (x *GoTerms) GetMultiplier() int64 {
+	if x != nil {
+		return x.Multiplier
+	}
+	return 0
+}
+
+func (x *GoTerms) GetGoScore() int64 {
+	if x != nil {
+		return x.GoScore
+	}
+	return 0
+}
+
+// GukjinPreview is the deciding seat's base score either way of its 국진 decision.
+type GukjinPreview struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keep          *Score                 `protobuf:"bytes,1,opt,name=keep,proto3" json:"keep,omitempty"`
+	Convert       *Score                 `protobuf:"bytes,2,opt,name=convert,proto3" json:"convert,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GukjinPreview) Reset() {
+	*x = GukjinPreview{}
+	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GukjinPreview) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GukjinPreview) ProtoMessage() {}
+
+func (x *GukjinPreview) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GukjinPreview.ProtoReflect.Descriptor instead.
+func (*GukjinPreview) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *GukjinPreview) GetKeep() *Score {
+	if x != nil {
+		return x.Keep
+	}
+	return nil
+}
+
+func (x *GukjinPreview) GetConvert() *Score {
+	if x != nil {
+		return x.Convert
+	}
+	return nil
+}
+
 // PlayRecord is one play of the round as every seat saw it: who played what, on which floor.
 type PlayRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4667,7 +5139,7 @@ type PlayRecord struct {
 
 func (x *PlayRecord) Reset() {
 	*x = PlayRecord{}
-	mi := &file_gostop_v1_game_proto_msgTypes[51]
+	mi := &file_gostop_v1_game_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4679,7 +5151,7 @@ func (x *PlayRecord) String() string {
 func (*PlayRecord) ProtoMessage() {}
 
 func (x *PlayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[51]
+	mi := &file_gostop_v1_game_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4692,7 +5164,7 @@ func (x *PlayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayRecord.ProtoReflect.Descriptor instead.
 func (*PlayRecord) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{51}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *PlayRecord) GetSeat() int32 {
@@ -4763,7 +5235,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_gostop_v1_game_proto_msgTypes[52]
+	mi := &file_gostop_v1_game_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4775,7 +5247,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[52]
+	mi := &file_gostop_v1_game_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4788,7 +5260,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{52}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Event) GetKind() isEvent_Kind {
@@ -5233,7 +5705,7 @@ type Redealt struct {
 
 func (x *Redealt) Reset() {
 	*x = Redealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[53]
+	mi := &file_gostop_v1_game_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5245,7 +5717,7 @@ func (x *Redealt) String() string {
 func (*Redealt) ProtoMessage() {}
 
 func (x *Redealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[53]
+	mi := &file_gostop_v1_game_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5258,7 +5730,7 @@ func (x *Redealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redealt.ProtoReflect.Descriptor instead.
 func (*Redealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{53}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Redealt) GetReason() string {
@@ -5289,7 +5761,7 @@ type Dealt struct {
 
 func (x *Dealt) Reset() {
 	*x = Dealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	mi := &file_gostop_v1_game_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5301,7 +5773,7 @@ func (x *Dealt) String() string {
 func (*Dealt) ProtoMessage() {}
 
 func (x *Dealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	mi := &file_gostop_v1_game_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5314,7 +5786,7 @@ func (x *Dealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dealt.ProtoReflect.Descriptor instead.
 func (*Dealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{54}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Dealt) GetDealer() int32 {
@@ -5365,7 +5837,7 @@ type BonusCaptured struct {
 
 func (x *BonusCaptured) Reset() {
 	*x = BonusCaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	mi := &file_gostop_v1_game_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5377,7 +5849,7 @@ func (x *BonusCaptured) String() string {
 func (*BonusCaptured) ProtoMessage() {}
 
 func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	mi := &file_gostop_v1_game_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5390,7 +5862,7 @@ func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BonusCaptured.ProtoReflect.Descriptor instead.
 func (*BonusCaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{55}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *BonusCaptured) GetSeat() int32 {
@@ -5432,7 +5904,7 @@ type SatOut struct {
 
 func (x *SatOut) Reset() {
 	*x = SatOut{}
-	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	mi := &file_gostop_v1_game_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5444,7 +5916,7 @@ func (x *SatOut) String() string {
 func (*SatOut) ProtoMessage() {}
 
 func (x *SatOut) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	mi := &file_gostop_v1_game_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5457,7 +5929,7 @@ func (x *SatOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SatOut.ProtoReflect.Descriptor instead.
 func (*SatOut) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{56}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SatOut) GetSeat() int32 {
@@ -5484,7 +5956,7 @@ type JoinedRound struct {
 
 func (x *JoinedRound) Reset() {
 	*x = JoinedRound{}
-	mi := &file_gostop_v1_game_proto_msgTypes[57]
+	mi := &file_gostop_v1_game_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5496,7 +5968,7 @@ func (x *JoinedRound) String() string {
 func (*JoinedRound) ProtoMessage() {}
 
 func (x *JoinedRound) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[57]
+	mi := &file_gostop_v1_game_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5509,7 +5981,7 @@ func (x *JoinedRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinedRound.ProtoReflect.Descriptor instead.
 func (*JoinedRound) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{57}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *JoinedRound) GetSeat() int32 {
@@ -5531,7 +6003,7 @@ type GwangSold struct {
 
 func (x *GwangSold) Reset() {
 	*x = GwangSold{}
-	mi := &file_gostop_v1_game_proto_msgTypes[58]
+	mi := &file_gostop_v1_game_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5543,7 +6015,7 @@ func (x *GwangSold) String() string {
 func (*GwangSold) ProtoMessage() {}
 
 func (x *GwangSold) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[58]
+	mi := &file_gostop_v1_game_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5556,7 +6028,7 @@ func (x *GwangSold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GwangSold.ProtoReflect.Descriptor instead.
 func (*GwangSold) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{58}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GwangSold) GetSeat() int32 {
@@ -5592,7 +6064,7 @@ type CardPlayed struct {
 
 func (x *CardPlayed) Reset() {
 	*x = CardPlayed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[59]
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5604,7 +6076,7 @@ func (x *CardPlayed) String() string {
 func (*CardPlayed) ProtoMessage() {}
 
 func (x *CardPlayed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[59]
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5617,7 +6089,7 @@ func (x *CardPlayed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardPlayed.ProtoReflect.Descriptor instead.
 func (*CardPlayed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{59}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *CardPlayed) GetSeat() int32 {
@@ -5653,7 +6125,7 @@ type Shaken struct {
 
 func (x *Shaken) Reset() {
 	*x = Shaken{}
-	mi := &file_gostop_v1_game_proto_msgTypes[60]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5665,7 +6137,7 @@ func (x *Shaken) String() string {
 func (*Shaken) ProtoMessage() {}
 
 func (x *Shaken) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[60]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5678,7 +6150,7 @@ func (x *Shaken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shaken.ProtoReflect.Descriptor instead.
 func (*Shaken) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{60}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Shaken) GetSeat() int32 {
@@ -5715,7 +6187,7 @@ type Bombed struct {
 
 func (x *Bombed) Reset() {
 	*x = Bombed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[61]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5727,7 +6199,7 @@ func (x *Bombed) String() string {
 func (*Bombed) ProtoMessage() {}
 
 func (x *Bombed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[61]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5740,7 +6212,7 @@ func (x *Bombed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bombed.ProtoReflect.Descriptor instead.
 func (*Bombed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{61}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Bombed) GetSeat() int32 {
@@ -5782,7 +6254,7 @@ type FlipOnlyUsed struct {
 
 func (x *FlipOnlyUsed) Reset() {
 	*x = FlipOnlyUsed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[62]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5794,7 +6266,7 @@ func (x *FlipOnlyUsed) String() string {
 func (*FlipOnlyUsed) ProtoMessage() {}
 
 func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[62]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5807,7 +6279,7 @@ func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlipOnlyUsed.ProtoReflect.Descriptor instead.
 func (*FlipOnlyUsed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{62}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *FlipOnlyUsed) GetSeat() int32 {
@@ -5835,7 +6307,7 @@ type CardFlipped struct {
 
 func (x *CardFlipped) Reset() {
 	*x = CardFlipped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5847,7 +6319,7 @@ func (x *CardFlipped) String() string {
 func (*CardFlipped) ProtoMessage() {}
 
 func (x *CardFlipped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5860,7 +6332,7 @@ func (x *CardFlipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardFlipped.ProtoReflect.Descriptor instead.
 func (*CardFlipped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{63}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *CardFlipped) GetSeat() int32 {
@@ -5888,7 +6360,7 @@ type CardLaid struct {
 
 func (x *CardLaid) Reset() {
 	*x = CardLaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5900,7 +6372,7 @@ func (x *CardLaid) String() string {
 func (*CardLaid) ProtoMessage() {}
 
 func (x *CardLaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5913,7 +6385,7 @@ func (x *CardLaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardLaid.ProtoReflect.Descriptor instead.
 func (*CardLaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{64}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *CardLaid) GetSeat() int32 {
@@ -5941,7 +6413,7 @@ type Captured struct {
 
 func (x *Captured) Reset() {
 	*x = Captured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5953,7 +6425,7 @@ func (x *Captured) String() string {
 func (*Captured) ProtoMessage() {}
 
 func (x *Captured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5966,7 +6438,7 @@ func (x *Captured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Captured.ProtoReflect.Descriptor instead.
 func (*Captured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *Captured) GetSeat() int32 {
@@ -5996,7 +6468,7 @@ type PpeokFormed struct {
 
 func (x *PpeokFormed) Reset() {
 	*x = PpeokFormed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6008,7 +6480,7 @@ func (x *PpeokFormed) String() string {
 func (*PpeokFormed) ProtoMessage() {}
 
 func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6021,7 +6493,7 @@ func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokFormed.ProtoReflect.Descriptor instead.
 func (*PpeokFormed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PpeokFormed) GetSeat() int32 {
@@ -6065,7 +6537,7 @@ type PpeokRecaptured struct {
 
 func (x *PpeokRecaptured) Reset() {
 	*x = PpeokRecaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6077,7 +6549,7 @@ func (x *PpeokRecaptured) String() string {
 func (*PpeokRecaptured) ProtoMessage() {}
 
 func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6090,7 +6562,7 @@ func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokRecaptured.ProtoReflect.Descriptor instead.
 func (*PpeokRecaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *PpeokRecaptured) GetSeat() int32 {
@@ -6133,7 +6605,7 @@ type Jjok struct {
 
 func (x *Jjok) Reset() {
 	*x = Jjok{}
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6145,7 +6617,7 @@ func (x *Jjok) String() string {
 func (*Jjok) ProtoMessage() {}
 
 func (x *Jjok) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6158,7 +6630,7 @@ func (x *Jjok) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Jjok.ProtoReflect.Descriptor instead.
 func (*Jjok) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Jjok) GetSeat() int32 {
@@ -6194,7 +6666,7 @@ type Ttadak struct {
 
 func (x *Ttadak) Reset() {
 	*x = Ttadak{}
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6206,7 +6678,7 @@ func (x *Ttadak) String() string {
 func (*Ttadak) ProtoMessage() {}
 
 func (x *Ttadak) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6219,7 +6691,7 @@ func (x *Ttadak) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ttadak.ProtoReflect.Descriptor instead.
 func (*Ttadak) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *Ttadak) GetSeat() int32 {
@@ -6255,7 +6727,7 @@ type Sseul struct {
 
 func (x *Sseul) Reset() {
 	*x = Sseul{}
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6267,7 +6739,7 @@ func (x *Sseul) String() string {
 func (*Sseul) ProtoMessage() {}
 
 func (x *Sseul) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6280,7 +6752,7 @@ func (x *Sseul) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sseul.ProtoReflect.Descriptor instead.
 func (*Sseul) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Sseul) GetSeat() int32 {
@@ -6318,7 +6790,7 @@ type PiStolen struct {
 
 func (x *PiStolen) Reset() {
 	*x = PiStolen{}
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6330,7 +6802,7 @@ func (x *PiStolen) String() string {
 func (*PiStolen) ProtoMessage() {}
 
 func (x *PiStolen) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6343,7 +6815,7 @@ func (x *PiStolen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiStolen.ProtoReflect.Descriptor instead.
 func (*PiStolen) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *PiStolen) GetSeat() int32 {
@@ -6393,7 +6865,7 @@ type GukjinDecided struct {
 
 func (x *GukjinDecided) Reset() {
 	*x = GukjinDecided{}
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6405,7 +6877,7 @@ func (x *GukjinDecided) String() string {
 func (*GukjinDecided) ProtoMessage() {}
 
 func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6418,7 +6890,7 @@ func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GukjinDecided.ProtoReflect.Descriptor instead.
 func (*GukjinDecided) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GukjinDecided) GetSeat() int32 {
@@ -6454,7 +6926,7 @@ type ScoreChanged struct {
 
 func (x *ScoreChanged) Reset() {
 	*x = ScoreChanged{}
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6466,7 +6938,7 @@ func (x *ScoreChanged) String() string {
 func (*ScoreChanged) ProtoMessage() {}
 
 func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6479,7 +6951,7 @@ func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreChanged.ProtoReflect.Descriptor instead.
 func (*ScoreChanged) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ScoreChanged) GetSeat() int32 {
@@ -6515,7 +6987,7 @@ type WentGo struct {
 
 func (x *WentGo) Reset() {
 	*x = WentGo{}
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6527,7 +6999,7 @@ func (x *WentGo) String() string {
 func (*WentGo) ProtoMessage() {}
 
 func (x *WentGo) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6540,7 +7012,7 @@ func (x *WentGo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WentGo.ProtoReflect.Descriptor instead.
 func (*WentGo) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *WentGo) GetSeat() int32 {
@@ -6576,7 +7048,7 @@ type Stopped struct {
 
 func (x *Stopped) Reset() {
 	*x = Stopped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6588,7 +7060,7 @@ func (x *Stopped) String() string {
 func (*Stopped) ProtoMessage() {}
 
 func (x *Stopped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6601,7 +7073,7 @@ func (x *Stopped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stopped.ProtoReflect.Descriptor instead.
 func (*Stopped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *Stopped) GetSeat() int32 {
@@ -6635,7 +7107,7 @@ type InstantPaid struct {
 
 func (x *InstantPaid) Reset() {
 	*x = InstantPaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6647,7 +7119,7 @@ func (x *InstantPaid) String() string {
 func (*InstantPaid) ProtoMessage() {}
 
 func (x *InstantPaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6660,7 +7132,7 @@ func (x *InstantPaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantPaid.ProtoReflect.Descriptor instead.
 func (*InstantPaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *InstantPaid) GetPayment() *Payment {
@@ -6682,7 +7154,7 @@ type InstantWin struct {
 
 func (x *InstantWin) Reset() {
 	*x = InstantWin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[77]
+	mi := &file_gostop_v1_game_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6694,7 +7166,7 @@ func (x *InstantWin) String() string {
 func (*InstantWin) ProtoMessage() {}
 
 func (x *InstantWin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[77]
+	mi := &file_gostop_v1_game_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6707,7 +7179,7 @@ func (x *InstantWin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantWin.ProtoReflect.Descriptor instead.
 func (*InstantWin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{77}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *InstantWin) GetSeat() int32 {
@@ -6742,7 +7214,7 @@ type InstantLoss struct {
 
 func (x *InstantLoss) Reset() {
 	*x = InstantLoss{}
-	mi := &file_gostop_v1_game_proto_msgTypes[78]
+	mi := &file_gostop_v1_game_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6754,7 +7226,7 @@ func (x *InstantLoss) String() string {
 func (*InstantLoss) ProtoMessage() {}
 
 func (x *InstantLoss) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[78]
+	mi := &file_gostop_v1_game_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6767,7 +7239,7 @@ func (x *InstantLoss) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantLoss.ProtoReflect.Descriptor instead.
 func (*InstantLoss) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{78}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *InstantLoss) GetSeat() int32 {
@@ -6794,7 +7266,7 @@ type Nagari struct {
 
 func (x *Nagari) Reset() {
 	*x = Nagari{}
-	mi := &file_gostop_v1_game_proto_msgTypes[79]
+	mi := &file_gostop_v1_game_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6806,7 +7278,7 @@ func (x *Nagari) String() string {
 func (*Nagari) ProtoMessage() {}
 
 func (x *Nagari) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[79]
+	mi := &file_gostop_v1_game_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6819,7 +7291,7 @@ func (x *Nagari) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Nagari.ProtoReflect.Descriptor instead.
 func (*Nagari) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{79}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *Nagari) GetReason() string {
@@ -6839,7 +7311,7 @@ type RoundSettled struct {
 
 func (x *RoundSettled) Reset() {
 	*x = RoundSettled{}
-	mi := &file_gostop_v1_game_proto_msgTypes[80]
+	mi := &file_gostop_v1_game_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6851,7 +7323,7 @@ func (x *RoundSettled) String() string {
 func (*RoundSettled) ProtoMessage() {}
 
 func (x *RoundSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[80]
+	mi := &file_gostop_v1_game_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6864,7 +7336,7 @@ func (x *RoundSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoundSettled.ProtoReflect.Descriptor instead.
 func (*RoundSettled) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{80}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *RoundSettled) GetSettlement() *Settlement {
@@ -7058,11 +7530,17 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\tJoinRound\"\b\n" +
 	"\x06SitOut\"\v\n" +
 	"\tSellGwang\"\x12\n" +
-	"\x10DeclineGwangSale\"^\n" +
+	"\x10DeclineGwangSale\"\x90\x01\n" +
 	"\vLegalAction\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12)\n" +
 	"\x06action\x18\x02 \x01(\v2\x11.gostop.v1.ActionR\x06action\x12\x14\n" +
-	"\x05label\x18\x03 \x01(\tR\x05label\"\xd6\x01\n" +
+	"\x05label\x18\x03 \x01(\tR\x05label\x120\n" +
+	"\acapture\x18\x04 \x01(\v2\x16.gostop.v1.CaptureHintR\acapture\"g\n" +
+	"\vCaptureHint\x12\x14\n" +
+	"\x05takes\x18\x01 \x03(\x05R\x05takes\x12\x1f\n" +
+	"\vchoose_from\x18\x02 \x03(\x05R\n" +
+	"chooseFrom\x12!\n" +
+	"\fmonth_unseen\x18\x03 \x01(\x05R\vmonthUnseen\"\xd6\x01\n" +
 	"\x13SubmitActionRequest\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12)\n" +
 	"\x10expected_version\x18\x02 \x01(\x03R\x0fexpectedVersion\x12\x1d\n" +
@@ -7141,7 +7619,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x06chodan\x18\r \x01(\x05R\x06chodan\x12\x0e\n" +
 	"\x02pi\x18\x0e \x01(\x05R\x02pi\x12\x14\n" +
 	"\x05sseul\x18\x0f \x01(\x05R\x05sseul\x12\x14\n" +
-	"\x05total\x18\x10 \x01(\x05R\x05total\"\x8e\x04\n" +
+	"\x05total\x18\x10 \x01(\x05R\x05total\"\xb6\x04\n" +
 	"\bSeatView\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\bR\x06active\x12\x1b\n" +
@@ -7167,7 +7645,17 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"ppeokTurns\x12\x1b\n" +
 	"\tdry_turns\x18\x11 \x01(\x05R\bdryTurns\x12\"\n" +
 	"\rlast_go_order\x18\x12 \x01(\x05R\vlastGoOrder\x12\x14\n" +
-	"\x05sseul\x18\x13 \x01(\x05R\x05sseul\"\xc1\x02\n" +
+	"\x05sseul\x18\x13 \x01(\x05R\x05sseul\x12&\n" +
+	"\x05reach\x18\x14 \x01(\v2\x10.gostop.v1.ReachR\x05reach\"\xee\x01\n" +
+	"\x05Reach\x12+\n" +
+	"\x06godori\x18\x01 \x01(\v2\x13.gostop.v1.SetReachR\x06godori\x12-\n" +
+	"\ahongdan\x18\x02 \x01(\v2\x13.gostop.v1.SetReachR\ahongdan\x121\n" +
+	"\tcheongdan\x18\x03 \x01(\v2\x13.gostop.v1.SetReachR\tcheongdan\x12+\n" +
+	"\x06chodan\x18\x04 \x01(\v2\x13.gostop.v1.SetReachR\x06chodan\x12)\n" +
+	"\x05gwang\x18\x05 \x01(\v2\x13.gostop.v1.SetReachR\x05gwang\":\n" +
+	"\bSetReach\x12\x1a\n" +
+	"\bcaptured\x18\x01 \x01(\x05R\bcaptured\x12\x12\n" +
+	"\x04open\x18\x02 \x01(\x05R\x04open\"\xc1\x02\n" +
 	"\vTurnContext\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
@@ -7233,7 +7721,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x04wins\x18\x05 \x03(\x05R\x04wins\x12\x16\n" +
 	"\x06losses\x18\x06 \x03(\x05R\x06losses\x12\x14\n" +
 	"\x05draws\x18\a \x03(\x05R\x05draws\x12\x1a\n" +
-	"\bfinished\x18\b \x01(\bR\bfinished\"\xe0\x06\n" +
+	"\bfinished\x18\b \x01(\bR\bfinished\"\xdc\a\n" +
 	"\bGameView\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12\x16\n" +
 	"\x06viewer\x18\x02 \x01(\x05R\x06viewer\x12\x16\n" +
@@ -7262,7 +7750,28 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x04turn\x18\x15 \x01(\v2\x16.gostop.v1.TurnContextR\x04turn\x12\x14\n" +
 	"\x05steps\x18\x16 \x01(\x05R\x05steps\x12+\n" +
 	"\x05plays\x18\x17 \x03(\v2\x15.gostop.v1.PlayRecordR\x05plays\x12/\n" +
-	"\tbot_seats\x18\x18 \x03(\v2\x12.gostop.v1.BotSeatR\bbotSeats\"d\n" +
+	"\tbot_seats\x18\x18 \x03(\v2\x12.gostop.v1.BotSeatR\bbotSeats\x129\n" +
+	"\fstop_preview\x18\x19 \x01(\v2\x16.gostop.v1.StopPreviewR\vstopPreview\x12?\n" +
+	"\x0egukjin_preview\x18\x1a \x01(\v2\x18.gostop.v1.GukjinPreviewR\rgukjinPreview\"\x86\x02\n" +
+	"\vStopPreview\x125\n" +
+	"\n" +
+	"settlement\x18\x01 \x01(\v2\x15.gostop.v1.SettlementR\n" +
+	"settlement\x12$\n" +
+	"\x03now\x18\x02 \x01(\v2\x12.gostop.v1.GoTermsR\x03now\x12+\n" +
+	"\anext_go\x18\x03 \x01(\v2\x12.gostop.v1.GoTermsR\x06nextGo\x12\x1b\n" +
+	"\tnext_base\x18\x04 \x01(\x05R\bnextBase\x12\x14\n" +
+	"\x05gobak\x18\x05 \x01(\bR\x05gobak\x12:\n" +
+	"\rgo_settlement\x18\x06 \x01(\v2\x15.gostop.v1.SettlementR\fgoSettlement\"h\n" +
+	"\aGoTerms\x12\x10\n" +
+	"\x03gos\x18\x01 \x01(\x05R\x03gos\x12\x10\n" +
+	"\x03add\x18\x02 \x01(\x05R\x03add\x12\x1e\n" +
+	"\n" +
+	"multiplier\x18\x03 \x01(\x03R\n" +
+	"multiplier\x12\x19\n" +
+	"\bgo_score\x18\x04 \x01(\x03R\agoScore\"a\n" +
+	"\rGukjinPreview\x12$\n" +
+	"\x04keep\x18\x01 \x01(\v2\x10.gostop.v1.ScoreR\x04keep\x12*\n" +
+	"\aconvert\x18\x02 \x01(\v2\x10.gostop.v1.ScoreR\aconvert\"d\n" +
 	"\n" +
 	"PlayRecord\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x16\n" +
@@ -7501,7 +8010,7 @@ func file_gostop_v1_game_proto_rawDescGZIP() []byte {
 }
 
 var file_gostop_v1_game_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
 var file_gostop_v1_game_proto_goTypes = []any{
 	(GoScoring)(0),                 // 0: gostop.v1.GoScoring
 	(LastActionGo)(0),              // 1: gostop.v1.LastActionGo
@@ -7544,57 +8053,63 @@ var file_gostop_v1_game_proto_goTypes = []any{
 	(*SellGwang)(nil),              // 38: gostop.v1.SellGwang
 	(*DeclineGwangSale)(nil),       // 39: gostop.v1.DeclineGwangSale
 	(*LegalAction)(nil),            // 40: gostop.v1.LegalAction
-	(*SubmitActionRequest)(nil),    // 41: gostop.v1.SubmitActionRequest
-	(*TurnResult)(nil),             // 42: gostop.v1.TurnResult
-	(*SubmitActionResponse)(nil),   // 43: gostop.v1.SubmitActionResponse
-	(*StartNextRoundRequest)(nil),  // 44: gostop.v1.StartNextRoundRequest
-	(*StartNextRoundResponse)(nil), // 45: gostop.v1.StartNextRoundResponse
-	(*WatchGameRequest)(nil),       // 46: gostop.v1.WatchGameRequest
-	(*WatchGameResponse)(nil),      // 47: gostop.v1.WatchGameResponse
-	(*GetGameLogRequest)(nil),      // 48: gostop.v1.GetGameLogRequest
-	(*LogEntry)(nil),               // 49: gostop.v1.LogEntry
-	(*GetGameLogResponse)(nil),     // 50: gostop.v1.GetGameLogResponse
-	(*Score)(nil),                  // 51: gostop.v1.Score
-	(*SeatView)(nil),               // 52: gostop.v1.SeatView
-	(*TurnContext)(nil),            // 53: gostop.v1.TurnContext
-	(*Stack)(nil),                  // 54: gostop.v1.Stack
-	(*Pending)(nil),                // 55: gostop.v1.Pending
-	(*Factor)(nil),                 // 56: gostop.v1.Factor
-	(*Payment)(nil),                // 57: gostop.v1.Payment
-	(*Bill)(nil),                   // 58: gostop.v1.Bill
-	(*Settlement)(nil),             // 59: gostop.v1.Settlement
-	(*MatchSummary)(nil),           // 60: gostop.v1.MatchSummary
-	(*GameView)(nil),               // 61: gostop.v1.GameView
-	(*PlayRecord)(nil),             // 62: gostop.v1.PlayRecord
-	(*Event)(nil),                  // 63: gostop.v1.Event
-	(*Redealt)(nil),                // 64: gostop.v1.Redealt
-	(*Dealt)(nil),                  // 65: gostop.v1.Dealt
-	(*BonusCaptured)(nil),          // 66: gostop.v1.BonusCaptured
-	(*SatOut)(nil),                 // 67: gostop.v1.SatOut
-	(*JoinedRound)(nil),            // 68: gostop.v1.JoinedRound
-	(*GwangSold)(nil),              // 69: gostop.v1.GwangSold
-	(*CardPlayed)(nil),             // 70: gostop.v1.CardPlayed
-	(*Shaken)(nil),                 // 71: gostop.v1.Shaken
-	(*Bombed)(nil),                 // 72: gostop.v1.Bombed
-	(*FlipOnlyUsed)(nil),           // 73: gostop.v1.FlipOnlyUsed
-	(*CardFlipped)(nil),            // 74: gostop.v1.CardFlipped
-	(*CardLaid)(nil),               // 75: gostop.v1.CardLaid
-	(*Captured)(nil),               // 76: gostop.v1.Captured
-	(*PpeokFormed)(nil),            // 77: gostop.v1.PpeokFormed
-	(*PpeokRecaptured)(nil),        // 78: gostop.v1.PpeokRecaptured
-	(*Jjok)(nil),                   // 79: gostop.v1.Jjok
-	(*Ttadak)(nil),                 // 80: gostop.v1.Ttadak
-	(*Sseul)(nil),                  // 81: gostop.v1.Sseul
-	(*PiStolen)(nil),               // 82: gostop.v1.PiStolen
-	(*GukjinDecided)(nil),          // 83: gostop.v1.GukjinDecided
-	(*ScoreChanged)(nil),           // 84: gostop.v1.ScoreChanged
-	(*WentGo)(nil),                 // 85: gostop.v1.WentGo
-	(*Stopped)(nil),                // 86: gostop.v1.Stopped
-	(*InstantPaid)(nil),            // 87: gostop.v1.InstantPaid
-	(*InstantWin)(nil),             // 88: gostop.v1.InstantWin
-	(*InstantLoss)(nil),            // 89: gostop.v1.InstantLoss
-	(*Nagari)(nil),                 // 90: gostop.v1.Nagari
-	(*RoundSettled)(nil),           // 91: gostop.v1.RoundSettled
+	(*CaptureHint)(nil),            // 41: gostop.v1.CaptureHint
+	(*SubmitActionRequest)(nil),    // 42: gostop.v1.SubmitActionRequest
+	(*TurnResult)(nil),             // 43: gostop.v1.TurnResult
+	(*SubmitActionResponse)(nil),   // 44: gostop.v1.SubmitActionResponse
+	(*StartNextRoundRequest)(nil),  // 45: gostop.v1.StartNextRoundRequest
+	(*StartNextRoundResponse)(nil), // 46: gostop.v1.StartNextRoundResponse
+	(*WatchGameRequest)(nil),       // 47: gostop.v1.WatchGameRequest
+	(*WatchGameResponse)(nil),      // 48: gostop.v1.WatchGameResponse
+	(*GetGameLogRequest)(nil),      // 49: gostop.v1.GetGameLogRequest
+	(*LogEntry)(nil),               // 50: gostop.v1.LogEntry
+	(*GetGameLogResponse)(nil),     // 51: gostop.v1.GetGameLogResponse
+	(*Score)(nil),                  // 52: gostop.v1.Score
+	(*SeatView)(nil),               // 53: gostop.v1.SeatView
+	(*Reach)(nil),                  // 54: gostop.v1.Reach
+	(*SetReach)(nil),               // 55: gostop.v1.SetReach
+	(*TurnContext)(nil),            // 56: gostop.v1.TurnContext
+	(*Stack)(nil),                  // 57: gostop.v1.Stack
+	(*Pending)(nil),                // 58: gostop.v1.Pending
+	(*Factor)(nil),                 // 59: gostop.v1.Factor
+	(*Payment)(nil),                // 60: gostop.v1.Payment
+	(*Bill)(nil),                   // 61: gostop.v1.Bill
+	(*Settlement)(nil),             // 62: gostop.v1.Settlement
+	(*MatchSummary)(nil),           // 63: gostop.v1.MatchSummary
+	(*GameView)(nil),               // 64: gostop.v1.GameView
+	(*StopPreview)(nil),            // 65: gostop.v1.StopPreview
+	(*GoTerms)(nil),                // 66: gostop.v1.GoTerms
+	(*GukjinPreview)(nil),          // 67: gostop.v1.GukjinPreview
+	(*PlayRecord)(nil),             // 68: gostop.v1.PlayRecord
+	(*Event)(nil),                  // 69: gostop.v1.Event
+	(*Redealt)(nil),                // 70: gostop.v1.Redealt
+	(*Dealt)(nil),                  // 71: gostop.v1.Dealt
+	(*BonusCaptured)(nil),          // 72: gostop.v1.BonusCaptured
+	(*SatOut)(nil),                 // 73: gostop.v1.SatOut
+	(*JoinedRound)(nil),            // 74: gostop.v1.JoinedRound
+	(*GwangSold)(nil),              // 75: gostop.v1.GwangSold
+	(*CardPlayed)(nil),             // 76: gostop.v1.CardPlayed
+	(*Shaken)(nil),                 // 77: gostop.v1.Shaken
+	(*Bombed)(nil),                 // 78: gostop.v1.Bombed
+	(*FlipOnlyUsed)(nil),           // 79: gostop.v1.FlipOnlyUsed
+	(*CardFlipped)(nil),            // 80: gostop.v1.CardFlipped
+	(*CardLaid)(nil),               // 81: gostop.v1.CardLaid
+	(*Captured)(nil),               // 82: gostop.v1.Captured
+	(*PpeokFormed)(nil),            // 83: gostop.v1.PpeokFormed
+	(*PpeokRecaptured)(nil),        // 84: gostop.v1.PpeokRecaptured
+	(*Jjok)(nil),                   // 85: gostop.v1.Jjok
+	(*Ttadak)(nil),                 // 86: gostop.v1.Ttadak
+	(*Sseul)(nil),                  // 87: gostop.v1.Sseul
+	(*PiStolen)(nil),               // 88: gostop.v1.PiStolen
+	(*GukjinDecided)(nil),          // 89: gostop.v1.GukjinDecided
+	(*ScoreChanged)(nil),           // 90: gostop.v1.ScoreChanged
+	(*WentGo)(nil),                 // 91: gostop.v1.WentGo
+	(*Stopped)(nil),                // 92: gostop.v1.Stopped
+	(*InstantPaid)(nil),            // 93: gostop.v1.InstantPaid
+	(*InstantWin)(nil),             // 94: gostop.v1.InstantWin
+	(*InstantLoss)(nil),            // 95: gostop.v1.InstantLoss
+	(*Nagari)(nil),                 // 96: gostop.v1.Nagari
+	(*RoundSettled)(nil),           // 97: gostop.v1.RoundSettled
 }
 var file_gostop_v1_game_proto_depIdxs = []int32{
 	0,   // 0: gostop.v1.Rules.go_scoring:type_name -> gostop.v1.GoScoring
@@ -7615,12 +8130,12 @@ var file_gostop_v1_game_proto_depIdxs = []int32{
 	18,  // 15: gostop.v1.CreateGameRequest.deal:type_name -> gostop.v1.Deal
 	20,  // 16: gostop.v1.CreateGameRequest.bot_seats:type_name -> gostop.v1.BotSeat
 	21,  // 17: gostop.v1.CreateGameResponse.seats:type_name -> gostop.v1.SeatToken
-	61,  // 18: gostop.v1.CreateGameResponse.view:type_name -> gostop.v1.GameView
+	64,  // 18: gostop.v1.CreateGameResponse.view:type_name -> gostop.v1.GameView
 	11,  // 19: gostop.v1.CreateGameResponse.rules:type_name -> gostop.v1.Rules
 	23,  // 20: gostop.v1.CreateGameResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
 	20,  // 21: gostop.v1.CreateGameResponse.bot_seats:type_name -> gostop.v1.BotSeat
 	9,   // 22: gostop.v1.DealCommitment.source:type_name -> gostop.v1.DealSource
-	61,  // 23: gostop.v1.GetGameResponse.view:type_name -> gostop.v1.GameView
+	64,  // 23: gostop.v1.GetGameResponse.view:type_name -> gostop.v1.GameView
 	28,  // 24: gostop.v1.Action.play_card:type_name -> gostop.v1.PlayCard
 	29,  // 25: gostop.v1.Action.bomb:type_name -> gostop.v1.Bomb
 	30,  // 26: gostop.v1.Action.flip_only:type_name -> gostop.v1.FlipOnly
@@ -7634,92 +8149,107 @@ var file_gostop_v1_game_proto_depIdxs = []int32{
 	38,  // 34: gostop.v1.Action.sell_gwang:type_name -> gostop.v1.SellGwang
 	39,  // 35: gostop.v1.Action.decline_gwang_sale:type_name -> gostop.v1.DeclineGwangSale
 	27,  // 36: gostop.v1.LegalAction.action:type_name -> gostop.v1.Action
-	27,  // 37: gostop.v1.SubmitActionRequest.structured:type_name -> gostop.v1.Action
-	63,  // 38: gostop.v1.TurnResult.events:type_name -> gostop.v1.Event
-	61,  // 39: gostop.v1.TurnResult.view:type_name -> gostop.v1.GameView
-	59,  // 40: gostop.v1.TurnResult.settlement:type_name -> gostop.v1.Settlement
-	42,  // 41: gostop.v1.SubmitActionResponse.result:type_name -> gostop.v1.TurnResult
-	42,  // 42: gostop.v1.StartNextRoundResponse.result:type_name -> gostop.v1.TurnResult
-	63,  // 43: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
-	61,  // 44: gostop.v1.WatchGameResponse.view:type_name -> gostop.v1.GameView
-	27,  // 45: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
-	63,  // 46: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
-	49,  // 47: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
-	11,  // 48: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
-	18,  // 49: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
-	23,  // 50: gostop.v1.GetGameLogResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
-	24,  // 51: gostop.v1.GetGameLogResponse.deal_reveal:type_name -> gostop.v1.DealReveal
-	51,  // 52: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
-	51,  // 53: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
-	10,  // 54: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
-	56,  // 55: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
-	51,  // 56: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
-	56,  // 57: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
-	58,  // 58: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
-	57,  // 59: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
-	10,  // 60: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
-	54,  // 61: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
-	52,  // 62: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
-	55,  // 63: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
-	40,  // 64: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
-	57,  // 65: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
-	59,  // 66: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
-	60,  // 67: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
-	11,  // 68: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
-	53,  // 69: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
-	62,  // 70: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
-	20,  // 71: gostop.v1.GameView.bot_seats:type_name -> gostop.v1.BotSeat
-	64,  // 72: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
-	65,  // 73: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
-	66,  // 74: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
-	67,  // 75: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
-	68,  // 76: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
-	69,  // 77: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
-	70,  // 78: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
-	71,  // 79: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
-	72,  // 80: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
-	73,  // 81: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
-	74,  // 82: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
-	75,  // 83: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
-	76,  // 84: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
-	77,  // 85: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
-	78,  // 86: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
-	79,  // 87: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
-	80,  // 88: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
-	81,  // 89: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
-	82,  // 90: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
-	83,  // 91: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
-	84,  // 92: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
-	85,  // 93: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
-	86,  // 94: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
-	87,  // 95: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
-	88,  // 96: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
-	89,  // 97: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
-	90,  // 98: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
-	91,  // 99: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
-	17,  // 100: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
-	51,  // 101: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
-	57,  // 102: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
-	59,  // 103: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
-	15,  // 104: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
-	19,  // 105: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
-	25,  // 106: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
-	41,  // 107: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
-	46,  // 108: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
-	48,  // 109: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
-	44,  // 110: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
-	16,  // 111: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
-	22,  // 112: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
-	26,  // 113: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
-	43,  // 114: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
-	47,  // 115: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
-	50,  // 116: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
-	45,  // 117: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
-	111, // [111:118] is the sub-list for method output_type
-	104, // [104:111] is the sub-list for method input_type
-	104, // [104:104] is the sub-list for extension type_name
-	104, // [104:104] is the sub-list for extension extendee
-	0,   // [0:104] is the sub-list for field type_name
+	41,  // 37: gostop.v1.LegalAction.capture:type_name -> gostop.v1.CaptureHint
+	27,  // 38: gostop.v1.SubmitActionRequest.structured:type_name -> gostop.v1.Action
+	69,  // 39: gostop.v1.TurnResult.events:type_name -> gostop.v1.Event
+	64,  // 40: gostop.v1.TurnResult.view:type_name -> gostop.v1.GameView
+	62,  // 41: gostop.v1.TurnResult.settlement:type_name -> gostop.v1.Settlement
+	43,  // 42: gostop.v1.SubmitActionResponse.result:type_name -> gostop.v1.TurnResult
+	43,  // 43: gostop.v1.StartNextRoundResponse.result:type_name -> gostop.v1.TurnResult
+	69,  // 44: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
+	64,  // 45: gostop.v1.WatchGameResponse.view:type_name -> gostop.v1.GameView
+	27,  // 46: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
+	69,  // 47: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
+	50,  // 48: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
+	11,  // 49: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
+	18,  // 50: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
+	23,  // 51: gostop.v1.GetGameLogResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
+	24,  // 52: gostop.v1.GetGameLogResponse.deal_reveal:type_name -> gostop.v1.DealReveal
+	52,  // 53: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
+	54,  // 54: gostop.v1.SeatView.reach:type_name -> gostop.v1.Reach
+	55,  // 55: gostop.v1.Reach.godori:type_name -> gostop.v1.SetReach
+	55,  // 56: gostop.v1.Reach.hongdan:type_name -> gostop.v1.SetReach
+	55,  // 57: gostop.v1.Reach.cheongdan:type_name -> gostop.v1.SetReach
+	55,  // 58: gostop.v1.Reach.chodan:type_name -> gostop.v1.SetReach
+	55,  // 59: gostop.v1.Reach.gwang:type_name -> gostop.v1.SetReach
+	52,  // 60: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
+	10,  // 61: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
+	59,  // 62: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
+	52,  // 63: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
+	59,  // 64: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
+	61,  // 65: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
+	60,  // 66: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
+	10,  // 67: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
+	57,  // 68: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
+	53,  // 69: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
+	58,  // 70: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
+	40,  // 71: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
+	60,  // 72: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
+	62,  // 73: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
+	63,  // 74: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
+	11,  // 75: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
+	56,  // 76: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
+	68,  // 77: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
+	20,  // 78: gostop.v1.GameView.bot_seats:type_name -> gostop.v1.BotSeat
+	65,  // 79: gostop.v1.GameView.stop_preview:type_name -> gostop.v1.StopPreview
+	67,  // 80: gostop.v1.GameView.gukjin_preview:type_name -> gostop.v1.GukjinPreview
+	62,  // 81: gostop.v1.StopPreview.settlement:type_name -> gostop.v1.Settlement
+	66,  // 82: gostop.v1.StopPreview.now:type_name -> gostop.v1.GoTerms
+	66,  // 83: gostop.v1.StopPreview.next_go:type_name -> gostop.v1.GoTerms
+	62,  // 84: gostop.v1.StopPreview.go_settlement:type_name -> gostop.v1.Settlement
+	52,  // 85: gostop.v1.GukjinPreview.keep:type_name -> gostop.v1.Score
+	52,  // 86: gostop.v1.GukjinPreview.convert:type_name -> gostop.v1.Score
+	70,  // 87: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
+	71,  // 88: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
+	72,  // 89: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
+	73,  // 90: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
+	74,  // 91: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
+	75,  // 92: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
+	76,  // 93: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
+	77,  // 94: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
+	78,  // 95: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
+	79,  // 96: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
+	80,  // 97: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
+	81,  // 98: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
+	82,  // 99: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
+	83,  // 100: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
+	84,  // 101: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
+	85,  // 102: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
+	86,  // 103: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
+	87,  // 104: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
+	88,  // 105: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
+	89,  // 106: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
+	90,  // 107: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
+	91,  // 108: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
+	92,  // 109: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
+	93,  // 110: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
+	94,  // 111: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
+	95,  // 112: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
+	96,  // 113: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
+	97,  // 114: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
+	17,  // 115: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
+	52,  // 116: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
+	60,  // 117: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
+	62,  // 118: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
+	15,  // 119: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
+	19,  // 120: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
+	25,  // 121: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
+	42,  // 122: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
+	47,  // 123: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
+	49,  // 124: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
+	45,  // 125: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
+	16,  // 126: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
+	22,  // 127: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
+	26,  // 128: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
+	44,  // 129: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
+	48,  // 130: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
+	51,  // 131: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
+	46,  // 132: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
+	126, // [126:133] is the sub-list for method output_type
+	119, // [119:126] is the sub-list for method input_type
+	119, // [119:119] is the sub-list for extension type_name
+	119, // [119:119] is the sub-list for extension extendee
+	0,   // [0:119] is the sub-list for field type_name
 }
 
 func init() { file_gostop_v1_game_proto_init() }
@@ -7744,11 +8274,11 @@ func file_gostop_v1_game_proto_init() {
 		(*Action_SellGwang)(nil),
 		(*Action_DeclineGwangSale)(nil),
 	}
-	file_gostop_v1_game_proto_msgTypes[30].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[31].OneofWrappers = []any{
 		(*SubmitActionRequest_ActionId)(nil),
 		(*SubmitActionRequest_Structured)(nil),
 	}
-	file_gostop_v1_game_proto_msgTypes[52].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[58].OneofWrappers = []any{
 		(*Event_Redealt)(nil),
 		(*Event_Dealt)(nil),
 		(*Event_BonusCaptured)(nil),
@@ -7784,7 +8314,7 @@ func file_gostop_v1_game_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gostop_v1_game_proto_rawDesc), len(file_gostop_v1_game_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   81,
+			NumMessages:   87,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
