@@ -83,13 +83,30 @@ def cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(after[pid] - start for pid, start in before.items() if pid in after)
 
 
+def sample_memory(server: ServerProcess, redis_port: int, until: float) -> list[dict[str, float]]:
+    """Server RSS and Redis memory once a minute (at least ten times a window) until ``until``:
+    what a soak's flatness is judged on."""
+    start = time.monotonic()
+    every = min(60.0, (until - start) / 10)
+    samples = []
+    while (now := time.monotonic()) < until:
+        time.sleep(min(every, until - now))
+        samples.append({"seconds": round(time.monotonic() - start, 1),
+                        "server_rss_bytes": sum(rss_bytes(pid) for pid in server.pids()),
+                        "redis_memory_bytes": redis_memory(redis_port)})
+    return samples
+
+
 def run_one(generator: Path, players: int, workers: int, args: argparse.Namespace) -> dict[str, Any]:
     """One window: a fresh Redis and server, the generator at ``players``, every figure of the row."""
     with RedisServer() as redis:
         http_port = free_port()
-        saved = {k: os.environ.get(k) for k in ("GOSTOP_HTTP_LISTEN", "GOSTOP_MAX_WATCH_PER_PEER")}
+        saved = {k: os.environ.get(k) for k in ("GOSTOP_HTTP_LISTEN", "GOSTOP_MAX_WATCH_PER_PEER",
+                                                "GOSTOP_FINISHED_TTL_SECONDS")}
         os.environ["GOSTOP_HTTP_LISTEN"] = f"127.0.0.1:{http_port}"
         os.environ["GOSTOP_MAX_WATCH_PER_PEER"] = "0"
+        if args.finished_ttl is not None:
+            os.environ["GOSTOP_FINISHED_TTL_SECONDS"] = str(args.finished_ttl)
         assert redis.process is not None
         server = ServerProcess(redis.url, metrics=False, redis_pid=redis.process.pid, workers=workers,
                                log_level=args.log_level)
@@ -105,7 +122,8 @@ def run_one(generator: Path, players: int, workers: int, args: argparse.Namespac
                         "-players", str(players), "-connect-share", str(args.connect_share),
                         "-three-share", str(args.three_share), "-think-min", f"{args.think_min}s",
                         "-think-max", f"{args.think_max}s", "-warmup", f"{args.warmup}s",
-                        "-duration", f"{args.window}s", "-json", str(out), f"-views={str(args.views).lower()}"]
+                        "-duration", f"{args.window}s", "-json", str(out), f"-views={str(args.views).lower()}",
+                        "-rounds", str(args.rounds)]
                 env = dict(os.environ, GOSTOP_API_KEY=OPERATOR_KEY)
                 proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                 output: list[str] = []
@@ -116,7 +134,7 @@ def run_one(generator: Path, players: int, workers: int, args: argparse.Namespac
                     groups = {"server": server_pids, "redis": [redis.process.pid]}
                     before = {name: cpu_of(pids) for name, pids in groups.items()}
                     started = time.monotonic()
-                    time.sleep(args.window)
+                    memory = sample_memory(server, redis.port, started + args.window)
                     elapsed = time.monotonic() - started
                     after = {name: cpu_of(pids) for name, pids in groups.items()}
                     rss = sum(rss_bytes(pid) for pid in server.pids())
@@ -148,11 +166,12 @@ def run_one(generator: Path, players: int, workers: int, args: argparse.Namespac
         "server_cpu_ms_per_action": 1000 * server_cpu / rate if rate else None,
         "server_rss_bytes": rss, "server_rss_per_player_kb": (rss - rss_base) / players / 1024,
         "redis_memory_bytes": redis_used, "redis_memory_per_player_kb": (redis_used - redis_base) / players / 1024,
+        "memory_samples": memory,
     }
 
 
 HEADER = (f"{'players':>8}{'workers':>8}{'act/s':>8}{'submit p50/p99':>16}{'fan-out p50/p99/max':>22}"
-          f"{'lost':>6}{'dup':>5}{'errors':>7}{'server CPU':>11}{'ms/act':>8}{'redis':>7}"
+          f"{'lost':>6}{'dup':>5}{'errors':>7}{'breaks':>7}{'server CPU':>11}{'ms/act':>8}{'redis':>7}"
           f"{'RSS MB':>8}{'redis MB':>9}{'gen ms/pl-s':>12}")
 
 
@@ -162,10 +181,19 @@ def row(r: dict[str, Any]) -> str:
     per_action = r["server_cpu_ms_per_action"]
     return (f"{r['players']:>8}{r['workers']:>8}{g['actions_per_second']:>8.1f}"
             f"{s['p50_ms']:>8.1f}/{s['p99_ms']:<7.1f}{f['p50_ms']:>9.1f}/{f['p99_ms']:.1f}/{f['max_ms']:<7.0f}"
-            f"{g['lost']:>6}{g['duplicated']:>5}{g['error_count']:>7}{r['server_cpu_percent']:>10.0f}%"
+            f"{g['lost']:>6}{g['duplicated']:>5}{g['error_count']:>7}{sum(g.get('stream_breaks', {}).values()):>7}"
+            f"{r['server_cpu_percent']:>10.0f}%"
             f"{per_action if per_action is not None else float('nan'):>8.2f}{r['redis_cpu_percent']:>6.0f}%"
             f"{r['server_rss_bytes'] / 2**20:>8.0f}{r['redis_memory_bytes'] / 2**20:>9.1f}"
             f"{g['generator_cpu_ms_per_player_second']:>12.3f}")
+
+
+def memory_table(samples: list[dict[str, float]]) -> str:
+    """A soak's memory over time, one line per sample."""
+    lines = ["  minute  server RSS MB  redis MB"]
+    lines += [f"{s['seconds'] / 60:>8.1f}{s['server_rss_bytes'] / 2**20:>15.1f}{s['redis_memory_bytes'] / 2**20:>10.1f}"
+              for s in samples]
+    return "\n".join(lines)
 
 
 def int_list(text: str) -> list[int]:
@@ -186,6 +214,10 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=None, help="one long window instead (a soak)")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds to seat everyone before the window")
     parser.add_argument("--connect-share", type=float, default=0.25, help="players on the HTTP port (Connect)")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="rounds per match (0: open-ended); a table whose match is over starts a new one")
+    parser.add_argument("--finished-ttl", type=int, default=None,
+                        help="the server's GOSTOP_FINISHED_TTL_SECONDS (how long a finished match stays in Redis)")
     parser.add_argument("--views", action=argparse.BooleanOptionalAction, default=True,
                         help="players learn their views from their streams (--no-views: GetGame after every event)")
     parser.add_argument("--three-share", type=float, default=0.0, help="players seated at three-player tables")
@@ -209,6 +241,8 @@ def main() -> None:
                 result = run_one(generator, players, workers, args)
                 rows.append(result)
                 print(row(result), flush=True)
+                if args.minutes is not None:
+                    print(memory_table(result["memory_samples"]), flush=True)
     failed = [r for r in rows if r["generator"]["lost"] or r["generator"]["duplicated"]]
     if args.json:
         Path(args.json).write_text(json.dumps({"window_seconds": args.window, "rows": rows}, indent=2))

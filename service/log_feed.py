@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import hiredis
+import structlog
 
 from gostop.service.resp import pack
 from gostop.service.store_api import LogEntry
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("gostop")
 
 KEEP_ENTRIES = 16
 """How many announced entries a followed game keeps, for waiters a few versions behind."""
@@ -144,6 +144,7 @@ class LogFeed:
         self._conn: _Subscriber | None = None
         self._setup_left = 0
         self._pongs = 0
+        self._pongs_seen = False
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self.unsupported = False
@@ -184,11 +185,14 @@ class LogFeed:
                 self._conn.close(ConnectionError(f"redis refused the subscriber's setup: {reply}"))
             return
         if isinstance(reply, hiredis.ReplyError):
+            text = str(reply)
             # No sharded pub/sub (before Redis 7) or no right to it (ACL): waiters do without.
-            self.unsupported = True
-            log.warning("log feed: redis refused the subscription (%s); watchers use blocking reads", reply)
+            # Anything else (a server loading or failing over) is worth another connection.
+            self.unsupported = text.startswith("NOPERM") or "unknown command" in text.lower()
+            log.warning("commit notices refused" + (": watchers use blocking reads" if self.unsupported else ""),
+                        reply=text)
             if self._conn is not None:
-                self._conn.close()
+                self._conn.close(None if self.unsupported else ConnectionError(f"redis refused a subscription: {text}"))
             return
         if reply == b"PONG":
             self._pongs += 1
@@ -211,15 +215,19 @@ class LogFeed:
 
     async def _run(self) -> None:
         """Connect, subscribe every followed game, keep the connection checked; again on failure."""
+        delay = self._retry_s
         while not self._closed and not self.unsupported:
             try:
                 await self._serve()
-            except (OSError, TimeoutError) as error:
-                log.warning("log feed: %s: %s; waiters poll until it is back", type(error).__name__, error)
+            except Exception as error:  # connecting (also finding a Sentinel's master) or the connection failed
+                log.warning("commit notices lost: watchers read the log until they are back",
+                            error=f"{type(error).__name__}: {error}", retry_seconds=delay)
             for game in self._games.values():
                 game.forget()
             if not self._closed:
-                await asyncio.sleep(self._retry_s)
+                await asyncio.sleep(delay)
+                delay = self._retry_s if self._pongs_seen else min(delay * 2, 8 * self._retry_s)
+            self._pongs_seen = False
 
     async def _serve(self) -> None:
         conn = _Subscriber(self)
@@ -240,6 +248,7 @@ class LogFeed:
                 if pongs == self._pongs:
                     conn.close(TimeoutError("the subscriber's PING went unanswered"))
                     break
+                self._pongs_seen = True  # the connection worked: a later failure retries soon
                 self._drop_idle(conn)
             error = conn.lost.result() if conn.lost.done() else None
             if isinstance(error, OSError | TimeoutError):

@@ -279,6 +279,10 @@ class MemoryStore:
                 if waiters.count == 0 and self._waiters.get(game_id) is waiters:
                     del self._waiters[game_id]
 
+    @property
+    def followed_games(self) -> int:
+        return len(self._waiters)
+
     async def ping(self) -> None:
         return None
 

@@ -89,6 +89,10 @@ class Metrics:
         self.watch_streams = Gauge(
             "gostop_watch_streams", "WatchGame streams open on this process.", registry=r,
         )
+        self.followed_games = Gauge(
+            "gostop_followed_games", "Games whose commits this process follows with one subscription shared by "
+            "their streams (0 where each stream waits on its own).", registry=r,
+        )
 
         # --- the store
         self.store_latency = Histogram(

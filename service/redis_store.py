@@ -25,14 +25,14 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
-from gostop.service.log_feed import FollowedGame, LogFeed
+from gostop.service.log_feed import FollowedGame, LogFeed, Opener
 from gostop.service.memory_store import (
     REQUEST_SEPARATOR,
     check_fingerprint,
     check_game_id,
     check_ttl,
 )
-from gostop.service.resp import NotSent, RespClient
+from gostop.service.resp import NotSent, RespClient, setup_commands
 from gostop.service.store_api import (
     CommitResult,
     Committed,
@@ -262,6 +262,7 @@ class RedisStore:
         closers: Sequence[Callable[[], Awaitable[None]]] = (),
         fast: RespClient | None = None,
         notices: bool = True,
+        subscriber: tuple[Opener, list[tuple[Any, ...]]] | None = None,
     ) -> None:
         """Wrap ready clients (``from_url`` builds them). ``blocking_client`` serves ``wait_log``
         (default: ``client``); its socket read timeout must exceed ``max_block_ms``.
@@ -273,9 +274,10 @@ class RedisStore:
         ``retries``: how many times reads are retried after a connection error. ``closers``
         are awaited by ``close`` after the clients (e.g. a Sentinel manager's). ``fast``, for a
         standalone server, carries the hot commands (create, load, commit, request lookup) over
-        one pipelined connection instead of ``client`` (see ``service.resp``); with it, and
-        ``notices``, ``wait_log`` waits on commit notices (``service.log_feed``) instead of
-        blocking reads."""
+        one pipelined connection instead of ``client`` (see ``service.resp``). With ``notices``,
+        ``wait_log`` waits on commit notices (``service.log_feed``) instead of blocking reads,
+        over a connection opened like ``fast``'s, or by ``subscriber`` (how to open one, and its
+        setup commands)."""
         if "{" in prefix or "}" in prefix:
             raise ValueError("prefix must not contain '{' or '}' (the game id is the hash tag)")
         if max_connections < 1 or max_waiters < 1 or max_block_ms < 1:
@@ -301,9 +303,11 @@ class RedisStore:
         self._feed: LogFeed | None = None
         if fast is not None:
             self._closers.insert(0, fast.close)
-            if notices:
-                self._feed = LogFeed(fast.open_protocol, self._channel, setup=fast.setup)
-                self._closers.insert(0, self._feed.close)
+            if subscriber is None:
+                subscriber = (fast.open_protocol, fast.setup)
+        if subscriber is not None and notices:
+            self._feed = LogFeed(subscriber[0], self._channel, setup=subscriber[1])
+            self._closers.insert(0, self._feed.close)
 
     # -- construction --
 
@@ -353,7 +357,8 @@ class RedisStore:
             return cls(client, blocking_client=blocking, fast=fast, **common)
         if scheme == "redis+sentinel":
             client, blocking, sentinel = _sentinel_clients(url, pools, sentinel_password)
-            return cls(client, blocking_client=blocking, closers=[sentinel.aclose], **common)
+            return cls(client, blocking_client=blocking, closers=[sentinel.aclose],
+                       subscriber=_sentinel_subscriber(url, sentinel, connect_timeout), **common)
         if scheme == "redis+cluster":
             cluster, blocking_cluster = _cluster_clients(url, pools)
             return cls(cluster, blocking_client=blocking_cluster, **common)
@@ -764,6 +769,21 @@ def _sentinel_clients(url: str, pools: _Pools, sentinel_password: str | None) ->
         return client
 
     return (*pools.pair(sentinel_master), sentinel)
+
+
+def _sentinel_subscriber(url: str, sentinel: Sentinel, connect_timeout: float
+                         ) -> tuple[Opener, list[tuple[Any, ...]]]:
+    """How to open the commit notices' connection to a Sentinel group's master (the one the
+    sentinels name at each connect, so that a failover moves it), and its setup commands."""
+    _, master, db, username, password = _sentinel_url(url)
+
+    async def open_master(protocol: Callable[[], asyncio.Protocol]) -> asyncio.BaseTransport:
+        async with asyncio.timeout(connect_timeout * 2):
+            host, port = await sentinel.discover_master(master)
+            transport, _ = await asyncio.get_running_loop().create_connection(protocol, host, port)
+        return transport
+
+    return open_master, list(setup_commands(username, password, db))
 
 
 def _cluster_url(url: str) -> tuple[list[tuple[str, int]], str | None, str | None]:

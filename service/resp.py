@@ -125,6 +125,20 @@ class _Connection(asyncio.Protocol):
                 future.set_exception(error)
 
 
+def setup_commands(username: str | None, password: str | None, db: int) -> list[tuple[Arg, ...]]:
+    """What a new connection sends first: AUTH (with a password), SELECT (another db than 0).
+
+    >>> setup_commands("app", "secret", 2)
+    [('AUTH', 'app', 'secret'), ('SELECT', 2)]
+    """
+    setup: list[tuple[Arg, ...]] = []
+    if password is not None:
+        setup.append(("AUTH", username, password) if username else ("AUTH", password))
+    if db:
+        setup.append(("SELECT", db))
+    return setup
+
+
 class RespClient:
     """Pipelined commands to one standalone Redis server (see the module docstring).
 
@@ -149,11 +163,7 @@ class RespClient:
         if connect_timeout <= 0 or op_timeout <= 0 or max_pending < 1:
             raise ValueError("connect_timeout, op_timeout and max_pending must be positive")
         self.host, self.port, self.path = host, port, path
-        self._setup: list[tuple[Arg, ...]] = []
-        if password is not None:
-            self._setup.append(("AUTH", username, password) if username else ("AUTH", password))
-        if db:
-            self._setup.append(("SELECT", db))
+        self._setup = setup_commands(username, password, db)
         self.connect_timeout = connect_timeout
         self.op_timeout = op_timeout
         self.max_pending = max_pending

@@ -120,6 +120,7 @@ class Server:
         """What runs beside the server in its process (the in-process bot worker): started after
         the server, stopped before it drains."""
         self.metrics.watch_streams.set_function(lambda: self.games.streams.total)
+        self.metrics.followed_games.set_function(lambda: self.store.followed_games)
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),

@@ -143,6 +143,12 @@ class Store(Protocol):
         returns [] on timeout (a game that does not exist yet is waited for)."""
         ...
 
+    @property
+    def followed_games(self) -> int:
+        """How many games this process waits on commits of with one shared subscription (0 where
+        every waiter waits on its own)."""
+        ...
+
     async def ping(self) -> None:
         """Raise ``StoreUnavailable`` unless the backend answers."""
         ...

@@ -32,18 +32,15 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
-from gostop.service.config import Config
-from gostop.service.embedded import EmbeddedServer
+from testkit.client_programs import Ports, bot_server, both_ports
 
 # Not in make check: the Kotlin client, built with Maven and run on the JVM.
 pytestmark = pytest.mark.slow
@@ -59,7 +56,6 @@ RUN_TIMEOUT: Final = 180.0
 # A program that must exit by itself: what the bound catches is a thread of the client left running.
 EXIT_TIMEOUT: Final = 60.0
 SUMMARY: Final = re.compile(r"^(\d+) passed, (\d+) failed$", re.MULTILINE)
-LISTENING: Final = re.compile(r"^botserver listening on (\S+:\d+)$")
 DEALS: Final = 2
 """Deals of the tournament: each played in both rotations, so 2 * DEALS games."""
 PROTOCOLS: Final = ["connect", "grpc", "grpc-web"]
@@ -98,32 +94,11 @@ def java(classpath: str, program: str, *args: str, timeout: float = RUN_TIMEOUT)
         pytest.fail(f"{program} did not exit within {timeout} s (something keeps the JVM running)\n--- stdout\n{out}")
 
 
-@dataclass(frozen=True, slots=True)
-class Ports:
-    """The server's gRPC port and HTTP port (Connect and gRPC-Web), each as host:port."""
-
-    grpc: str
-    http: str
-
-    def of(self, protocol: str) -> str:
-        return self.grpc if protocol == "grpc" else self.http
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def ports(classpath: str) -> Iterator[Ports]:
     """The embedded server (memory store) with both ports on free loopback ports."""
-    http = f"127.0.0.1:{free_port()}"
-    cfg = Config(listen="127.0.0.1:0", http_listen=http, metrics_port=0, token_secret=SECRET,
-                 operator_keys=OPERATOR_KEY, log_level="warning", log_format="json")
-    with EmbeddedServer(cfg) as embedded:
-        yield Ports(embedded.target, http)
+    with both_ports(SECRET, OPERATOR_KEY) as found:
+        yield found
 
 
 def scenario_count() -> int:
@@ -205,24 +180,9 @@ def test_kotlin_random_bot_plays_a_whole_round(classpath: str, ports: Ports, pro
 @pytest.fixture(scope="module")
 def kotlin_bot(classpath: str) -> Iterator[str]:
     """The example BotService server on a free loopback port until the module is over; its host:port."""
-    command = ["java", "-cp", classpath, "gostop.examples.BotServerKt", "--listen", "127.0.0.1:0"]
-    process = subprocess.Popen(command, cwd=EXAMPLES, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline().strip()  # printed once the server listens (EOF if it died)
-        found = LISTENING.match(first)
-        if found is None:
-            process.kill()
-            _, err = process.communicate(timeout=30)
-            pytest.fail(f"the Kotlin bot server did not start: {first!r}\n{err[-4000:]}")
-        yield found.group(1)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with bot_server(["java", "-cp", classpath, "gostop.examples.BotServerKt", "--listen", "127.0.0.1:0"],
+                    EXAMPLES) as address:
+        yield address
 
 
 def test_the_kotlin_bot_server_plays_a_duplicate_tournament_against_greedy(kotlin_bot: str, tmp_path: Path) -> None:

@@ -27,7 +27,6 @@ import filecmp
 import os
 import re
 import shutil
-import socket
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,8 +35,7 @@ from typing import Final
 
 import pytest
 
-from gostop.service.config import Config
-from gostop.service.embedded import EmbeddedServer
+from testkit.client_programs import Ports, both_ports
 
 # Not in make check: the TypeScript and Go clients, built with their toolchains.
 pytestmark = pytest.mark.slow
@@ -85,30 +83,11 @@ def built() -> None:
     assert result.returncode == 0, "make ts-client go-client failed\n" + explain(result)
 
 
-@dataclass(frozen=True, slots=True)
-class Ports:
-    """The server's gRPC port and HTTP port (Connect and gRPC-Web), each as host:port."""
-
-    grpc: str
-    http: str
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on now (the embedded server does not report its HTTP port)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def ports(built: None) -> Iterator[Ports]:
     """The embedded server (memory store) with both ports on free loopback ports."""
-    http = f"127.0.0.1:{free_port()}"
-    cfg = Config(listen="127.0.0.1:0", http_listen=http, metrics_port=0, token_secret=SECRET,
-                 operator_keys=OPERATOR_KEY, log_level="warning", log_format="json")
-    with EmbeddedServer(cfg) as embedded:
-        yield Ports(embedded.target, http)
+    with both_ports(SECRET, OPERATOR_KEY) as found:
+        yield found
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -29,6 +28,7 @@ import pytest
 
 from gostop.tools import tournament as t
 from gostop.v1 import bot_pb2, bot_pb2_grpc
+from testkit.client_programs import bot_server
 
 # Not in make check: bot servers built with the Go and TypeScript toolchains.
 pytestmark = pytest.mark.slow
@@ -38,7 +38,6 @@ TS_DIR: Final = ROOT / "clients" / "typescript"
 GO_DIR: Final = ROOT / "clients" / "go"
 BUILD_TIMEOUT: Final = 900.0
 RUN_TIMEOUT: Final = 300.0
-LISTENING: Final = re.compile(r"^botserver listening on (\S+:\d+)$")
 DEALS: Final = 2
 """Deals of the tournament: each played in both rotations, so 2 * DEALS games."""
 
@@ -52,37 +51,18 @@ def build(target: str, *tools: str) -> None:
     assert result.returncode == 0, f"make {target} failed\n{result.stdout[-4000:]}{result.stderr[-4000:]}"
 
 
-def serve(command: list[str], cwd: Path) -> Iterator[str]:
-    """Run a bot server on a free loopback port until the test is over; yields its host:port."""
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline().strip()  # printed once the server listens (EOF if it died)
-        found = LISTENING.match(first)
-        if found is None:
-            process.kill()
-            _, err = process.communicate(timeout=30)
-            pytest.fail(f"{command[0]} did not start: {first!r}\n{err[-4000:]}")
-        yield found.group(1)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @pytest.fixture(scope="module")
 def go_bot() -> Iterator[str]:
     build("go-client", "go")
-    yield from serve([str(GO_DIR / "bin" / "botserver"), "-listen", "127.0.0.1:0"], GO_DIR)
+    with bot_server([str(GO_DIR / "bin" / "botserver"), "-listen", "127.0.0.1:0"], GO_DIR) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
 def ts_bot() -> Iterator[str]:
     build("ts-client", "npm", "node")
-    yield from serve(["node", "dist/examples/botserver.js", "--listen", "127.0.0.1:0"], TS_DIR)
+    with bot_server(["node", "dist/examples/botserver.js", "--listen", "127.0.0.1:0"], TS_DIR) as address:
+        yield address
 
 
 def tournament(out: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

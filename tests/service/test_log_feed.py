@@ -12,7 +12,7 @@ import pytest
 
 from gostop.service.redis_store import RedisStore
 from gostop.service.store_api import LogEntry
-from testkit.redis_server import RedisServer
+from testkit.redis_server import RedisSentinelServers, RedisServer
 
 TTL = 60_000
 
@@ -148,3 +148,20 @@ async def test_a_game_created_again_is_followed_from_its_first_version(store: Re
     await asyncio.sleep(0.05)
     assert await store.create("g1", b"s", b"new", TTL)
     assert await waiter == [LogEntry(1, b"new")]
+
+
+@pytest.mark.slow  # a Sentinel group of several redis-servers
+async def test_a_sentinel_groups_master_announces_commits() -> None:
+    """Behind Sentinel the notices' connection goes to the master the sentinels name."""
+    with RedisSentinelServers() as servers:
+        store = RedisStore.from_url(servers.url)
+        try:
+            assert store._feed is not None
+            assert await store.create("g1", b"s", b"e1", TTL)
+            assert await store.wait_log("g1", 0, timeout_ms=5_000) == [LogEntry(1, b"e1")]
+            waiter = asyncio.create_task(store.wait_log("g1", 1, timeout_ms=10_000))
+            await _until(lambda: store._feed is not None and store._feed.live and store.followed_games == 1)
+            assert await store.commit("g1", 1, None, b"e2", TTL)
+            assert await asyncio.wait_for(waiter, 5) == [LogEntry(2, b"e2")]
+        finally:
+            await store.close()

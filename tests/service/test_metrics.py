@@ -146,6 +146,7 @@ async def test_gauges_players_label_unary_messages_and_no_created_series(server:
     assert value(watching, "grpc_server_msg_received_total", **rpc("WatchGame", "server_stream")) == 1
     assert value(watching, "grpc_server_msg_sent_total", **rpc("WatchGame", "server_stream")) >= 1
     no_created_series(watching)
+    await until(metrics, "gostop_followed_games", 1)  # the stream waits on the game's commits
 
     stream.cancel()
     await until(metrics, "gostop_watch_streams", 0)

@@ -491,10 +491,13 @@ export class GostopClient {
    * early — `break`, `return` or a throw in its body, or `return()` on the iterator — cancels
    * it on the server and releases the connection (so Node can exit). `auth.signal` and
    * `close()` abort it too: the loop then throws a GostopError CANCELLED.
+   *
+   * `includeViews`: also the caller's view after the events of each version (a message with
+   * `view` set and no `event`), so that a seat learns its legal actions without `getGame`.
    */
   async *watch(
     gameId: string,
-    auth?: CallAuth & { afterVersion?: bigint | number },
+    auth?: CallAuth & { afterVersion?: bigint | number; includeViews?: boolean },
   ): AsyncGenerator<WatchGameResponse, void, undefined> {
     this.ensureOpen();
     // Connect's stream iterable has no return(): leaving a for-await over it early would leave
@@ -510,7 +513,7 @@ export class GostopClient {
     }
     try {
       const stream = this.raw.watchGame(
-        { gameId, afterVersion: BigInt(auth?.afterVersion ?? 0) },
+        { gameId, afterVersion: BigInt(auth?.afterVersion ?? 0), includeViews: auth?.includeViews ?? false },
         { ...this.options(auth, true), signal: controller.signal },
       );
       for await (const message of stream) {

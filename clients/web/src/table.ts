@@ -224,14 +224,20 @@ export class Table {
       let skipVersion = this.lastVersion;
       try {
         this.set({ connection: this.state.connection === "reconnecting" ? "reconnecting" : "connecting" });
-        const stream = api(savedApiKey()).watch(this.state.gameId, { ...this.auth(), afterVersion: after });
+        // The view comes with the stream, after each version's events (includeViews): no GetGame
+        // after every commit, and after a break the newest view follows what happened meanwhile.
+        const stream = api(savedApiKey()).watch(this.state.gameId, {
+          ...this.auth(), afterVersion: after, includeViews: true,
+        });
         let announced = false;
         for await (const message of stream) {
           if (!announced) {
-            // Back after a break: what happened meanwhile comes with the stream, the view with GetGame.
-            if (this.state.connection === "reconnecting") void this.refresh();
             this.set({ connection: "live" });
             announced = true;
+          }
+          if (message.view !== undefined) {
+            if (message.version >= this.state.version) this.set({ view: message.view, version: message.version });
+            continue;
           }
           delay = 250;
           if (message.version === skipVersion && skip > 0) {
@@ -280,7 +286,6 @@ export class Table {
     });
     const entry: LoggedEvent = { n: this.n++, version: message.version, event, live };
     this.set({ log: [...this.state.log, entry] });
-    if (message.version > this.state.version) void this.refresh();
   }
 
   /** GetGame again; one call at a time, and once more if something happened meanwhile. */

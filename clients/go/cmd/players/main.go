@@ -54,6 +54,7 @@ type options struct {
 	players      int
 	connectShare float64
 	views        bool
+	rounds       int
 	threeShare   float64
 	thinkMin     time.Duration
 	thinkMax     time.Duration
@@ -83,6 +84,7 @@ func parseFlags() (*options, error) {
 	httpList := flag.String("http", "", "HTTP port addresses host:port for the Connect players, comma-separated (needed when -connect-share > 0)")
 	flag.IntVar(&o.players, "players", 100, "connected players")
 	flag.Float64Var(&o.connectShare, "connect-share", 0.25, "share of the players that use the Connect protocol on the HTTP port")
+	flag.IntVar(&o.rounds, "rounds", 0, "rounds per match; 0: open-ended. A table whose match is over starts a new one (a fresh game and tokens), as people do")
 	flag.BoolVar(&o.views, "views", true, "learn the seat's view from its stream (WatchGame include_views); false: GetGame after every event, as clients without views do")
 	flag.Float64Var(&o.threeShare, "three-share", 0, "share of the players seated in three-player games (the rest in two-player games)")
 	flag.DurationVar(&o.thinkMin, "think-min", time.Second, "shortest think time before an action")
@@ -133,6 +135,7 @@ type run struct {
 	fanout     []time.Duration
 	early      int64 // fan-out events that arrived before the actor's answer
 	errs       map[string]int64
+	breaks     map[string]int64 // streams that broke (and were resumed), by code
 	actions    int64
 	rounds     int64
 	lost       int64
@@ -146,6 +149,16 @@ func (r *run) fail(err error) {
 	ce := asCallError(err)
 	r.mu.Lock()
 	r.errs[ce.key()]++
+	r.mu.Unlock()
+}
+
+// broke counts a stream that ended with an error and is resumed (e.g. the server closing a
+// connection past its age limit): not a failed call, and the version check tells whether
+// anything was lost.
+func (r *run) broke(err error) {
+	ce := asCallError(err)
+	r.mu.Lock()
+	r.breaks[ce.key()]++
 	r.mu.Unlock()
 }
 
@@ -293,7 +306,7 @@ func (p *player) watch(ctx context.Context) {
 					return
 				}
 				if ctx.Err() == nil {
-					p.r.fail(err)
+					p.r.broke(err)
 				}
 				break
 			}
@@ -482,6 +495,7 @@ type report struct {
 	Lost                int64            `json:"lost"`
 	Duplicated          int64            `json:"duplicated"`
 	Resumes             int64            `json:"stream_resumes"`
+	Breaks              map[string]int64 `json:"stream_breaks"`
 	Errors              map[string]int64 `json:"errors"`
 	ErrorCount          int64            `json:"error_count"`
 	CPUSeconds          float64          `json:"generator_cpu_seconds"`
@@ -571,7 +585,7 @@ func execute(o *options) (*report, error) {
 	}
 
 	sizes := tableSizes(o)
-	r := &run{opts: o, errs: map[string]int64{}}
+	r := &run{opts: o, errs: map[string]int64{}, breaks: map[string]int64{}}
 	seated := 0
 	for _, n := range sizes {
 		seated += n
@@ -586,9 +600,10 @@ func execute(o *options) (*report, error) {
 	defer stop()
 	watchCtx, stopWatching := context.WithCancel(context.Background())
 	defer stopWatching()
-	var players []*player
+	var players []*player // every seat of every match played
+	var playersMu sync.Mutex
 	var wg, watchers sync.WaitGroup
-	setupFailures := 0
+	var setupFailures, games, people, connectPeople atomic.Int64
 	index := 0
 	r.start = time.Now().Add(o.warmup)
 	r.end = r.start.Add(o.duration)
@@ -602,38 +617,70 @@ func execute(o *options) (*report, error) {
 			}
 			creator, creators[grpcAddr] = c, c
 		}
-		rounds := int32(0)
-		resp, err := creator.createGame(ctx, &pb.CreateGameRequest{Preset: o.preset, Players: int32(n), Rounds: &rounds})
-		if err != nil {
-			r.fail(err)
-			setupFailures++
-			index += n
-			continue
-		}
-		g := &game{id: resp.GetGameId(), seats: n, commits: map[int64]time.Time{},
-			arrived: map[int64]map[int]time.Time{}, actor: map[int64]int{}, latest: resp.GetVersion()}
-		for _, st := range resp.GetSeats() {
-			var t transport
+		// The table's people keep their connections from match to match.
+		conns := make([]transport, n)
+		for seat := range conns {
+			var err error
 			if connectSeats[index] {
-				t = newConnect(o.httpAddrs[gi%len(o.httpAddrs)])
-			} else if t, err = newGRPC(grpcAddr, clientOpts...); err != nil {
+				conns[seat] = newConnect(o.httpAddrs[gi%len(o.httpAddrs)])
+			} else if conns[seat], err = newGRPC(grpcAddr, clientOpts...); err != nil {
 				return nil, err
 			}
 			index++
-			p := &player{r: r, g: g, seat: int(st.GetSeat()), token: st.GetToken(), t: t,
-				rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), notify: make(chan struct{}, 1)}
-			players = append(players, p)
-			watchers.Add(1)
-			go func() { defer watchers.Done(); p.watch(watchCtx) }()
-			wg.Add(1)
-			go func() { defer wg.Done(); p.play(ctx) }()
 		}
-	}
-	if len(players) == 0 {
-		return nil, fmt.Errorf("no game could be created (%v)", r.errs)
+		seed := rng.Uint64()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tableRNG := rand.New(rand.NewPCG(seed, uint64(gi)))
+			for first := true; ctx.Err() == nil; first = false {
+				rounds := int32(o.rounds)
+				resp, err := creator.createGame(ctx, &pb.CreateGameRequest{Preset: o.preset, Players: int32(n), Rounds: &rounds})
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					r.fail(err)
+					if first {
+						setupFailures.Add(1)
+						return
+					}
+					sleepCtx(ctx, 200*time.Millisecond)
+					continue
+				}
+				games.Add(1)
+				if first {
+					people.Add(int64(n))
+					for _, c := range conns {
+						if _, ok := c.(connectTransport); ok {
+							connectPeople.Add(1)
+						}
+					}
+				}
+				g := &game{id: resp.GetGameId(), seats: n, commits: map[int64]time.Time{},
+					arrived: map[int64]map[int]time.Time{}, actor: map[int64]int{}, latest: resp.GetVersion()}
+				var plays sync.WaitGroup
+				for _, st := range resp.GetSeats() {
+					p := &player{r: r, g: g, seat: int(st.GetSeat()), token: st.GetToken(), t: conns[st.GetSeat()],
+						rng: rand.New(rand.NewPCG(tableRNG.Uint64(), tableRNG.Uint64())), notify: make(chan struct{}, 1)}
+					playersMu.Lock()
+					players = append(players, p)
+					playersMu.Unlock()
+					watchers.Add(1)
+					go func() { defer watchers.Done(); p.watch(watchCtx) }()
+					plays.Add(1)
+					go func() { defer plays.Done(); p.play(ctx) }()
+				}
+				plays.Wait() // the match is over (or the run)
+			}
+		}()
 	}
 	if wait := time.Until(r.start); wait > 0 {
 		time.Sleep(wait)
+	}
+	seatedPlayers := people.Load()
+	if seatedPlayers == 0 {
+		return nil, fmt.Errorf("no game could be created (%v)", r.errs)
 	}
 	cpuStart := cpuTime()
 	time.Sleep(time.Until(r.end))
@@ -653,20 +700,16 @@ func execute(o *options) (*report, error) {
 			r.lost += latest - p.last
 		}
 	}
-	connect := 0
-	for _, p := range players {
-		if _, ok := p.t.(connectTransport); ok {
-			connect++
-		}
-	}
+	seatedPeople, connect := int(people.Load()), int(connectPeople.Load())
 	secs := o.duration.Seconds()
 	rep := &report{
-		Players: len(players), Games: len(sizes) - setupFailures, GRPCPlayers: len(players) - connect,
+		Players: seatedPeople, Games: int(games.Load()), GRPCPlayers: seatedPeople - connect,
 		ConnectPlayers: connect, Seconds: secs, Actions: r.actions, RoundsDealt: r.rounds,
 		ActionsPerSecond: float64(r.actions+r.rounds) / secs, Submit: summarize(r.submit),
 		Fanout: summarize(r.fanout), FanoutBeforeAnswer: r.early, Lost: r.lost, Duplicated: r.duplicated,
 		Resumes: r.resumes, Errors: r.errs, CPUSeconds: cpu.Seconds(), CPUPercent: 100 * cpu.Seconds() / secs,
-		CPUMillisPerPlayerS: 1000 * cpu.Seconds() / secs / float64(len(players)), SetupFailures: setupFailures,
+		CPUMillisPerPlayerS: 1000 * cpu.Seconds() / secs / float64(seatedPeople), SetupFailures: int(setupFailures.Load()),
+		Breaks: r.breaks,
 	}
 	for _, n := range r.errs {
 		rep.ErrorCount += n
@@ -692,5 +735,11 @@ func printReport(r *report) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, r.Errors[k]))
 	}
 	fmt.Printf("  errors           %d %s\n", r.ErrorCount, strings.Join(parts, ", "))
+	breaks := make([]string, 0, len(r.Breaks))
+	for k, n := range r.Breaks {
+		breaks = append(breaks, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(breaks)
+	fmt.Printf("  stream breaks    %s (each resumed)\n", strings.Join(breaks, ", "))
 	fmt.Printf("  generator CPU    %.1f%% of a core, %.3f ms per player-second\n", r.CPUPercent, r.CPUMillisPerPlayerS)
 }
