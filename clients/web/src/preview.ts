@@ -1,64 +1,93 @@
-// What the prompts promise, from the view alone: the settlement a stop would give now (go/stop),
-// what the next 고 makes of the score, and 국진's score either way. Pure functions of a GameView
-// (no drawing), so that a test can run them against the engine's own settlement of the same view.
-import { GoScoring, type GameView, type SeatView } from "./api";
-import { goScore, score, stopPreview, type BaseScore, type RuleFacts, type SeatFacts, type StopPreview } from "./scoring";
+// What the prompts promise, as the API gives it: at go/stop the settlement a stop would give now and
+// what the next 고 adds (GameView.stopPreview), at 국진 the score either way (GameView.gukjinPreview),
+// and what a play takes from the floor (LegalAction.capture). The engine computes them from the
+// seat's view (docs/service.md, "What a decision is worth"); the page only reads them, and holds no
+// scoring or settlement rules of its own. Pure functions of a GameView (no drawing), so that a test
+// can run them on the API's views.
+import type { CaptureHint, GameView, Score } from "./api";
 
-/** The rules that settle a round, as the view gives them. */
-export function ruleFacts(view: GameView): RuleFacts {
-  const r = view.rules;
+export interface FactorLine {
+  name: string;
+  value: number;
+}
+
+export interface BillLine {
+  seat: number;
+  factors: FactorLine[];
+  points: number;
+  pays: number;
+  covers: number[];
+}
+
+export interface StopLines {
+  /** The go score of the stop now (before the factors). */
+  goPoints: number;
+  winnerFactors: FactorLine[];
+  bills: BillLine[];
+  /** What the stop collects: every payer's pays. */
+  total: number;
+}
+
+export interface GoLines {
+  /** The go count after one more 고. */
+  nextGo: number;
+  /** The go score of the current base after it. */
+  afterGo: number;
+  /** Its doubling (1 before the third 고). */
+  multiplier: number;
+  /** 고박 applies under these rules. */
+  gobak: boolean;
+}
+
+const SHAKE = 64;
+const BOMB = 128;
+
+function factors(list: readonly { name: string; value: bigint }[]): FactorLine[] {
+  return list.map((f) => ({ name: f.name, value: Number(f.value) }));
+}
+
+/** The settlement a stop would give now, as the API gives it to the seat deciding 고 or 스톱. */
+export function previewStop(view: GameView): StopLines | undefined {
+  const s = view.stopPreview?.settlement;
+  if (s === undefined) return undefined;
+  const bills = s.bills.map((b) => ({
+    seat: b.seat,
+    factors: factors(b.factors),
+    points: Number(b.points),
+    pays: Number(b.pays),
+    covers: [...b.covers],
+  }));
   return {
-    additive: r?.goScoring === GoScoring.ADDITIVE,
-    meongbak: r?.meongbak ?? false,
-    meongbakMinYeol: r?.meongbakMinYeol ?? 7,
-    pibak: r?.pibak ?? false,
-    pibakMaxPi: r?.pibakMaxPi ?? 5,
-    pibakRequiresWinnerPi: r?.pibakRequiresWinnerPi ?? true,
-    pibakZeroExempt: r?.pibakZeroExempt ?? true,
-    gwangbak: r?.gwangbak ?? false,
-    gobak: r?.gobak ?? false,
-    shakeBombWhenLosing: r?.shakeBombWhenLosing ?? false,
+    goPoints: Number(s.goScore),
+    winnerFactors: factors(s.winnerFactors),
+    bills,
+    total: bills.reduce((t, b) => t + b.pays, 0),
   };
 }
 
-/** A seat's base score as the view gives it. */
-export function baseOf(seat: SeatView): BaseScore {
-  const s = seat.score;
-  return {
-    gwangCount: s?.gwangCount ?? 0, hasBigwang: s?.hasBigwang ?? false, yeolCount: s?.yeolCount ?? 0,
-    ttiCount: s?.ttiCount ?? 0, piValue: s?.piValue ?? 0, sseulCount: s?.sseulCount ?? 0, gwang: s?.gwang ?? 0,
-    yeol: s?.yeol ?? 0, godori: s?.godori ?? 0, tti: s?.tti ?? 0, hongdan: s?.hongdan ?? 0,
-    cheongdan: s?.cheongdan ?? 0, chodan: s?.chodan ?? 0, pi: s?.pi ?? 0, sseul: s?.sseul ?? 0, total: s?.total ?? 0,
-  };
+/** What the next 고 makes of the current base, as the API gives it. */
+export function previewGo(view: GameView): GoLines | undefined {
+  const p = view.stopPreview;
+  if (p?.nextGo === undefined) return undefined;
+  return { nextGo: p.nextGo.gos, afterGo: Number(p.nextGo.goScore), multiplier: Number(p.nextGo.multiplier), gobak: p.gobak };
 }
 
-function facts(seat: SeatView): SeatFacts {
-  return { seat: seat.seat, score: baseOf(seat), gos: seat.gos, lastGoOrder: seat.lastGoOrder, multiplier: seat.multiplier || 1 };
+/** The deciding seat's score with 국진 kept and made a 쌍피, as the API gives it. */
+export function gukjinScores(view: GameView): { keep: Score; convert: Score } | undefined {
+  const p = view.gukjinPreview;
+  if (p?.keep === undefined || p.convert === undefined) return undefined;
+  return { keep: p.keep, convert: p.convert };
 }
 
-/** The settlement if `seat` stopped now: its go score, the winner's factors, each playing opponent's bill. */
-export function previewStop(view: GameView, seat: number): StopPreview {
-  const me = view.seats.find((s) => s.seat === seat);
-  if (me === undefined) return { goPoints: 0, winnerFactors: [], bills: [], total: 0 };
-  // The engine settles the losers in turn order from the 선 (its bills come in that order).
-  const n = view.seats.length;
-  const losers = view.seats
-    .filter((s) => s.active && s.seat !== seat)
-    .sort((a, b) => ((a.seat - view.dealer + n) % n) - ((b.seat - view.dealer + n) % n));
-  return stopPreview(ruleFacts(view), facts(me), losers.map(facts), view.carry);
-}
-
-/** The next 고 of `seat`: its count, and the go score of the current base after it. */
-export function previewGo(view: GameView, seat: number): { nextGo: number; afterGo: number } {
-  const me = view.seats.find((s) => s.seat === seat);
-  const nextGo = (me?.gos ?? 0) + 1;
-  return { nextGo, afterGo: goScore(me?.score?.total ?? 0, nextGo, ruleFacts(view).additive) };
-}
-
-/** `seat`'s base score with 국진 kept as a 열끗 and made a 쌍피. */
-export function gukjinScores(view: GameView, seat: number): { keep: BaseScore; convert: BaseScore } {
-  const me = view.seats.find((s) => s.seat === seat);
-  const pile = me?.captured ?? [];
-  const sseul = me?.score?.sseulCount ?? 0;
-  return { keep: score(pile, false, sseul), convert: score(pile, true, sseul) };
+/**
+ * What playing hand card `c` takes from the floor, from its legal play's capture hint (the plain
+ * play, else its 흔들기, else the 폭탄 of its month); undefined when `c` is not playable now.
+ */
+export function captureOf(view: GameView, c: number, month: number): CaptureHint | undefined {
+  const ids = [c, SHAKE + c, ...(month !== 0 ? [BOMB + month] : [])];
+  for (const id of ids) {
+    const hint = view.legalActions.find((a) => a.id === id)?.capture;
+    if (hint !== undefined) return hint;
+  }
+  return undefined;
 }

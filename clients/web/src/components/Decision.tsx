@@ -1,14 +1,14 @@
 // The decision the round waits for, made easy: which hand cards capture and what each would take,
 // the two-card choice, 흔들기 and 폭탄, 국진 with the score either way, and go/stop with the score
-// a stop collects now, what a 고 would make of it and how close the opponents are. Every button is
-// one of the view's legal actions (nothing else can be clicked), each with a number key.
+// a stop collects now, what a 고 would make of it and how close the opponents are. What a choice is
+// worth is the API's (../preview reads it from the view); every button is one of the view's legal
+// actions (nothing else can be clicked), each with a number key.
 import type { JSX } from "preact";
 
-import { Phase, type GameView, type SeatView } from "../api";
+import { Phase, type GameView, type Score, type SeatView } from "../api";
 import { cardName, GUKJIN, monthOf, SELLABLE } from "../cards";
 import { lang, t, term, termKo } from "../i18n";
-import { baseOf, gukjinScores, previewGo, previewStop, ruleFacts } from "../preview";
-import type { BaseScore } from "../scoring";
+import { captureOf, gukjinScores, previewGo, previewStop } from "../preview";
 import { seatNamer } from "../events";
 import { Card } from "./Card";
 
@@ -63,30 +63,36 @@ function keyOf(i: number): string {
   return i === 9 ? "0" : String(i + 1);
 }
 
-/** What playing `c` would take from the floor, in words, and the floor cards concerned. */
+/** What playing `c` would take from the floor, in words, and the floor cards concerned: its legal
+ * play's capture hint (the API's). */
 export function takes(view: GameView, c: number): { text: string; cards: number[] } {
-  const m = monthOf(c);
-  const same = view.floor.filter((f) => m !== 0 && monthOf(f) === m);
-  if (same.length === 0) return { text: t("laysDown"), cards: [] };
-  if (same.length === 1) return { text: t("takes", cardName(same[0] ?? -1)), cards: same };
-  if (same.length === 2) return { text: t("choosesOne", same.map(cardName).join(" / ")), cards: same };
-  return { text: t("takesStack", same.length), cards: same };
+  const hint = captureOf(view, c, monthOf(c));
+  if (hint === undefined) return { text: "", cards: [] };
+  if (hint.chooseFrom.length > 0) {
+    return { text: t("choosesOne", hint.chooseFrom.map(cardName).join(" / ")), cards: [...hint.chooseFrom] };
+  }
+  const taken = [...hint.takes];
+  if (taken.length === 0) return { text: t("laysDown"), cards: [] };
+  if (taken.length === 1) return { text: t("takes", cardName(taken[0] ?? -1)), cards: taken };
+  return { text: t("takesStack", taken.length), cards: taken };
 }
 
-function parts(s: BaseScore): string {
+function parts(s: Score | undefined): string {
+  if (s === undefined) return t("noCategories");
   const items = (["gwang", "yeol", "godori", "tti", "hongdan", "cheongdan", "chodan", "pi", "sseul"] as const)
     .filter((k) => s[k] > 0)
     .map((k) => `${term(k)} ${s[k]}`);
   return items.join(" + ") || t("noCategories");
 }
 
-function GoStopBody({ view, me }: { view: GameView; me: SeatView }): JSX.Element {
-  const rules = ruleFacts(view);
+function GoStopBody({ view, me }: { view: GameView; me: SeatView }): JSX.Element | null {
   const namer = seatNamer(view);
   const losers = view.seats.filter((s) => s.active && s.seat !== me.seat);
-  const preview = previewStop(view, me.seat);
+  const preview = previewStop(view);
+  const go = previewGo(view);
+  if (preview === undefined || go === undefined) return null;
   const base = me.score?.total ?? 0;
-  const { nextGo, afterGo } = previewGo(view, me.seat);
+  const { nextGo, afterGo, multiplier } = go;
   const threshold = view.rules?.goThreshold ?? 7;
   const ko = lang() === "ko";
   return (
@@ -98,7 +104,7 @@ function GoStopBody({ view, me }: { view: GameView; me: SeatView }): JSX.Element
           <small>{t("points")}</small>
         </p>
         <p>
-          {t("base")} {base} ({parts(baseOf(me))})
+          {t("base")} {base} ({parts(me.score)})
           {me.gos > 0 && <> → {me.gos}고 {preview.goPoints}</>}
           {preview.winnerFactors.map((f) => ` × ${f.value} ${term(f.name)}`).join("")}
         </p>
@@ -119,8 +125,8 @@ function GoStopBody({ view, me }: { view: GameView; me: SeatView }): JSX.Element
           {nextGo}고<small> → {afterGo}+</small>
         </p>
         <p>{t("goAfter", nextGo, base, afterGo)}</p>
-        {nextGo >= 3 && <p>{ko ? `${nextGo}고부터는 ×${2 ** (nextGo - 2)}` : `from ${nextGo}고 on: ×${2 ** (nextGo - 2)}`}</p>}
-        {rules.gobak && <p class="warn">{losers.length >= 2 ? t("goRisk3") : t("goRisk")}</p>}
+        {multiplier > 1 && <p>{ko ? `${nextGo}고부터는 ×${multiplier}` : `from ${nextGo}고 on: ×${multiplier}`}</p>}
+        {go.gobak && <p class="warn">{losers.length >= 2 ? t("goRisk3") : t("goRisk")}</p>}
       </div>
       <div class="gostop-col threat">
         <h4>{t("threat")}</h4>
@@ -138,8 +144,10 @@ function GoStopBody({ view, me }: { view: GameView; me: SeatView }): JSX.Element
   );
 }
 
-function GukjinBody({ view, me }: { view: GameView; me: SeatView }): JSX.Element {
-  const { keep, convert } = gukjinScores(view, me.seat);
+function GukjinBody({ view }: { view: GameView }): JSX.Element | null {
+  const scores = gukjinScores(view);
+  if (scores === undefined) return null;
+  const { keep, convert } = scores;
   return (
     <div class="gukjin" data-testid="gukjin-detail">
       <p data-testid="gukjin-keep">
@@ -252,7 +260,7 @@ export function choicesFor(
   } else if (phase === Phase.GUKJIN) {
     title = t("gukjinPrompt");
     cards = [GUKJIN];
-    body = <GukjinBody view={view} me={me} />;
+    body = <GukjinBody view={view} />;
     if (legal.has(KEEP_GUKJIN)) add({ key: "1", label: t("gukjinKeep"), run: () => act(KEEP_GUKJIN), action: KEEP_GUKJIN, confirm: true });
     if (legal.has(CONVERT_GUKJIN)) add({ key: "2", label: t("gukjinConvert"), run: () => act(CONVERT_GUKJIN), action: CONVERT_GUKJIN });
   } else if (phase === Phase.GO_STOP) {
