@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from .actions import Action, Bomb, FlipOnly, Go, PlayCard
-from .cards import CHEONGDAN, CHODAN, GODORI, GWANG_CARDS, HONGDAN, MONTH
+from .cards import CHEONGDAN, CHODAN, GODORI, GWANG_CARDS, HONGDAN, MONTH, mask_of
 from .determinize import determinize, stop_settlement, unknown_cards
 from .errors import EngineError
 from .play import apply
@@ -145,34 +145,45 @@ class CaptureHint:
     cannot be of that month (no 쪽, 뻑 or 따닥 on this play)."""
 
 
-def capture_hint(v: View, action: Action, unseen: tuple[int, ...] | None = None) -> CaptureHint | None:
+def capture_hint(v: View, action: Action) -> CaptureHint | None:
     """The ``CaptureHint`` of a play (``PlayCard``, ``Bomb``, ``FlipOnly``) in the viewer's
-    ``PLAY`` decision; ``None`` for any other action or phase. ``unseen``: ``unknown_cards(v)``,
-    when the caller has it."""
+    ``PLAY`` decision; ``None`` for any other action or phase."""
     if v.phase is not Phase.PLAY:
         return None
-    if isinstance(action, PlayCard):
-        month = MONTH[action.card]
-    elif isinstance(action, Bomb):
-        month = action.month
-    elif isinstance(action, FlipOnly):
-        return CaptureHint()
-    else:
-        return None
-    on_floor = tuple(sorted(c for c in v.floor if MONTH[c] == month))
-    hidden = unknown_cards(v) if unseen is None else unseen
-    missing = sum(1 for c in hidden if MONTH[c] == month)
-    if isinstance(action, PlayCard) and len(on_floor) == 2:
-        return CaptureHint((), on_floor, missing)
-    return CaptureHint(on_floor, (), missing)
+    return _hint(action, *_months(v))
 
 
 def capture_hints(v: View) -> tuple[CaptureHint | None, ...]:
     """``capture_hint`` of each of the view's legal actions, in their order."""
     if v.phase is not Phase.PLAY or not v.legal_actions:
         return (None,) * len(v.legal_actions)
-    unseen = tuple(unknown_cards(v))
-    return tuple(capture_hint(v, a, unseen) for a in v.legal_actions)
+    floor, unseen = _months(v)
+    return tuple(_hint(a, floor, unseen) for a in v.legal_actions)
+
+
+def _months(v: View) -> tuple[list[tuple[int, ...]], list[int]]:
+    """Per month: its floor cards (ascending), and how many of its cards the viewer cannot see."""
+    floor: list[tuple[int, ...]] = [()] * 13
+    for c in sorted(v.floor):
+        floor[MONTH[c]] += (c,)
+    unseen = [0] * 13
+    for c in unknown_cards(v):
+        unseen[MONTH[c]] += 1
+    return floor, unseen
+
+
+def _hint(action: Action, floor: list[tuple[int, ...]], unseen: list[int]) -> CaptureHint | None:
+    if isinstance(action, PlayCard):
+        month = MONTH[action.card]
+        if len(floor[month]) == 2:
+            return CaptureHint((), floor[month], unseen[month])
+    elif isinstance(action, Bomb):
+        month = action.month
+    elif isinstance(action, FlipOnly):
+        return CaptureHint()
+    else:
+        return None
+    return CaptureHint(floor[month], (), unseen[month])
 
 
 # ------------------------------------------------------------------------------ sets within reach
@@ -206,6 +217,7 @@ SETS: Final[tuple[tuple[str, frozenset[int]], ...]] = (
     ("gwang", GWANG_CARDS),
 )
 """The sets of ``Reach``, by field name, with their cards."""
+_SET_MASKS: Final = tuple(mask_of(cards) for _, cards in SETS)
 
 
 def reach(v: View) -> tuple[Reach, ...]:
@@ -216,12 +228,11 @@ def reach(v: View) -> tuple[Reach, ...]:
     >>> reach(view(state))[0].godori
     SetReach(captured=0, open=3)
     """
-    taken = [set(s.captured) for s in v.seats]
-    everyone: set[int] = set().union(*taken)
-    out = []
-    for mine in taken:
-        counts = {
-            name: SetReach(len(cards & mine), len(cards - everyone)) for name, cards in SETS
-        }
-        out.append(Reach(**counts))
-    return tuple(out)
+    piles = [mask_of(s.captured) for s in v.seats]
+    everyone = 0
+    for pile in piles:
+        everyone |= pile
+    return tuple(
+        Reach(*[SetReach((mask & pile).bit_count(), (mask & ~everyone).bit_count()) for mask in _SET_MASKS])
+        for pile in piles
+    )

@@ -385,9 +385,6 @@ _LEGAL_VIEWS: Final = _legal_action_views()
 _LEGAL_BODIES: Final = {ident: pb.GameView.FromString(v).legal_actions[0].SerializeToString()
                         for ident, v in _LEGAL_VIEWS.items()}
 """Per action id: the bytes of its ``LegalAction`` alone (id, action and label)."""
-_LEGAL_TAG: Final = bytes([pb.GameView.DESCRIPTOR.fields_by_name["legal_actions"].number << 3 | 2])
-_CAPTURE_TAG: Final = bytes([pb.LegalAction.DESCRIPTOR.fields_by_name["capture"].number << 3 | 2])
-"""The keys of the length-delimited fields ``GameView.legal_actions`` and ``LegalAction.capture``."""
 
 
 def _varint(n: int) -> bytes:
@@ -399,17 +396,70 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+def _key(descriptor: Any, name: str, wire_type: int) -> bytes:
+    """The encoded key of field ``name`` of a message type."""
+    return _varint(descriptor.fields_by_name[name].number << 3 | wire_type)
+
+
+_LEN, _INT = 2, 0
+_LEGAL_KEY: Final = _key(pb.GameView.DESCRIPTOR, "legal_actions", _LEN)
+_CAPTURE_KEY: Final = _key(pb.LegalAction.DESCRIPTOR, "capture", _LEN)
+_TAKES_KEY: Final = _key(pb.CaptureHint.DESCRIPTOR, "takes", _LEN)
+_CHOOSE_KEY: Final = _key(pb.CaptureHint.DESCRIPTOR, "choose_from", _LEN)
+_UNSEEN_KEY: Final = _key(pb.CaptureHint.DESCRIPTOR, "month_unseen", _INT)
+_REACH_KEY: Final = _key(pb.SeatView.DESCRIPTOR, "reach", _LEN)
+_SET_KEYS: Final = tuple(_key(pb.Reach.DESCRIPTOR, f.name, _LEN) for f in dataclasses.fields(Reach))
+_CAPTURED_KEY: Final = _key(pb.SetReach.DESCRIPTOR, "captured", _INT)
+_OPEN_KEY: Final = _key(pb.SetReach.DESCRIPTOR, "open", _INT)
+"""Keys of the fields the previews are written into as bytes: they are encoded by hand (every
+value is a card id or a count below 128: one byte), which costs a fraction of building messages."""
+
+
 def _legal_view(ident: int, hint: CaptureHint | None) -> bytes:
     """The bytes of a ``GameView`` holding only the legal action ``ident``, with its capture hint:
     the action's bytes built once, the hint's appended (a message's fields may come in any order,
-    and the hint is set even when the play takes nothing)."""
+    and the hint is set even when the play takes nothing; its card lists packed)."""
     if hint is None:
         return _LEGAL_VIEWS[ident]
-    capture = pb.CaptureHint(
-        takes=hint.takes, choose_from=hint.choose_from, month_unseen=hint.month_unseen
-    ).SerializeToString()
-    body = b"".join((_LEGAL_BODIES[ident], _CAPTURE_TAG, _varint(len(capture)), capture))
-    return b"".join((_LEGAL_TAG, _varint(len(body)), body))
+    capture = b""
+    if hint.takes:
+        capture += _TAKES_KEY + bytes((len(hint.takes), *hint.takes))
+    if hint.choose_from:
+        capture += _CHOOSE_KEY + bytes((len(hint.choose_from), *hint.choose_from))
+    if hint.month_unseen:
+        capture += _UNSEEN_KEY + bytes((hint.month_unseen,))
+    body = b"".join((_LEGAL_BODIES[ident], _CAPTURE_KEY, bytes((len(capture),)), capture))
+    return b"".join((_LEGAL_KEY, _varint(len(body)), body))
+
+
+_REACH_MEMO: dict[tuple[tuple[int, ...], ...], tuple[bytes, ...]] = {}
+_REACH_MEMO_LIMIT: Final = 4096
+
+
+def _reaches(view: View) -> tuple[bytes, ...]:
+    """``_reach_bytes`` of every seat: a function of the captured piles alone, which every viewer
+    of a version shares (memoized: a pure cache, bounded)."""
+    key = tuple([s.captured for s in view.seats])
+    hit = _REACH_MEMO.get(key)
+    if hit is None:
+        if len(_REACH_MEMO) >= _REACH_MEMO_LIMIT:
+            _REACH_MEMO.clear()
+        hit = _REACH_MEMO[key] = tuple([_reach_bytes(near) for near in reach(view)])
+    return hit
+
+
+def _reach_bytes(near: Reach) -> bytes:
+    """The bytes of a ``SeatView`` holding only ``reach`` (every set written, even at 0 and 0)."""
+    body = b""
+    for key, counts in zip(_SET_KEYS, (near.godori, near.hongdan, near.cheongdan, near.chodan, near.gwang),
+                           strict=True):
+        inner = b""
+        if counts.captured:
+            inner += _CAPTURED_KEY + bytes((counts.captured,))
+        if counts.open:
+            inner += _OPEN_KEY + bytes((counts.open,))
+        body += key + bytes((len(inner),)) + inner
+    return _REACH_KEY + bytes((len(body),)) + body
 
 
 def _stop_preview_pb(out: pb.StopPreview, preview: StopPreview) -> None:
@@ -421,10 +471,6 @@ def _stop_preview_pb(out: pb.StopPreview, preview: StopPreview) -> None:
         fill(out.go_settlement, preview.go_settlement)
 
 
-def _reach_pb(out: pb.Reach, near: Reach) -> None:
-    for msg, counts in ((out.godori, near.godori), (out.hongdan, near.hongdan), (out.cheongdan, near.cheongdan),
-                        (out.chodan, near.chodan), (out.gwang, near.gwang)):
-        msg.captured, msg.open = counts.captured, counts.open
 
 
 def view_to_pb(
@@ -448,10 +494,10 @@ def view_to_pb(
     out.floor.extend(view.floor)
     for stack in view.stacks:
         fill(out.stacks.add(), stack)
-    for seat, near in zip(view.seats, reach(view), strict=True):
+    for seat, near in zip(view.seats, _reaches(view), strict=True):
         seat_msg = out.seats.add()
         fill(seat_msg, seat)
-        _reach_pb(seat_msg.reach, near)
+        seat_msg.MergeFromString(near)
     if view.pending is not None:
         fill(out.pending, view.pending)
     # Merging serialized GameViews appends to their repeated fields: one parse for them all.
