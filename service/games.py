@@ -210,7 +210,10 @@ class Games:
         response = pb.GetGameResponse(version=version)
         self._view(game_id, version, match, seat, response.view, plays)
         response.view.bot_seats.extend(b.to_pb() for b in bots)
-        bounded_put(self._views, key, (version, response), 2 * self.config.snapshot_cache)
+        if match.finished:  # a finished match's views are asked for a few times, not kept
+            self._views.pop(key, None)
+        else:
+            bounded_put(self._views, key, (version, response), 2 * self.config.snapshot_cache)
         return response
 
     def _view(

@@ -141,6 +141,12 @@ class Repository:
             histogram.observe(time.perf_counter() - start)
 
     def remember(self, game_id: str, version: int, match: Match, plays: RoundPlays | None = None) -> None:
+        """Keep this process's copy of the game at ``version``; a finished match is dropped instead
+        (nothing more is played in it, and a night's thousands of finished games would fill the
+        cache to its bound, and every garbage collection with them)."""
+        if match.finished:
+            self.cache.pop(game_id, None)
+            return
         bounded_put(self.cache, game_id, Loaded(version, match, plays, True), self.config.snapshot_cache)
 
     async def at(self, game_id: str, version: int, entries: list[LogEntry]) -> Loaded | None:

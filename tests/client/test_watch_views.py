@@ -11,7 +11,7 @@ import pytest
 from gostop.client import GostopClient, WatchStream
 from gostop.service.embedded import EmbeddedServer
 from gostop.v1 import game_pb2 as pb
-from testkit.servers import OPERATOR_KEY, config
+from testkit.servers import OPERATOR_KEY, config, running_server
 
 
 @pytest.fixture(scope="module", name="client")
@@ -81,3 +81,23 @@ def test_a_spectators_stream_carries_the_spectators_view(client: GostopClient) -
         assert first.view == client.get_game(game, None)
         assert not first.view.legal_actions
         assert not any(seat.hand for seat in first.view.seats)  # a spectator sees no hand
+
+
+
+async def test_a_finished_match_leaves_nothing_cached_regression() -> None:
+    """A night's thousands of finished matches filled each process's game and view caches to
+    their bounds (RSS grew by ~28 kB per game in a soak): nothing of a finished match is kept."""
+    async with running_server(config()) as api:
+        game = await api.create("standard", seed=3, rounds=1)
+        rng = random.Random(3)
+        while True:
+            views = [(await api.get(game, seat)).view for seat in range(2)]
+            if views[0].match.finished:
+                break
+            mover = next(seat for seat, view in enumerate(views) if view.legal_actions)
+            result = await api.submit(game, mover, rng.choice(views[mover].legal_actions).id, views[mover].version)
+            game.version = result.result.version
+        assert api.server is not None
+        games = api.server.games
+        assert game.id not in games.repository.cache
+        assert not [key for key in games._views if key[0] == game.id]

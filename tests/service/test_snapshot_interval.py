@@ -62,15 +62,20 @@ class _Player:
         request = pb.CreateGameRequest(preset="standard", players=2, seed=seed, rounds=rounds)
         return cls(games, await games.create(request, AUTH.caller(())), random.Random(seed))
 
-    def held(self) -> Match:
-        """The match the playing process holds (its cache, at the version it last committed)."""
-        version, match, *_ = self.games.repository.cache[self.id]
-        assert version == self.version
-        return match
+    async def held(self) -> Match:
+        """The match the playing process holds (its cache, at the version it last committed); a
+        finished match is not kept, so that one is read from the store."""
+        hit = self.games.repository.cache.get(self.id)
+        if hit is None:
+            version, match, *_ = await self.games.repository.load(self.id)
+            assert version == self.version and match.finished
+            return match
+        assert hit.version == self.version
+        return hit.match
 
     async def step(self) -> bool:
         """One step (an action, or the next round once a round is over); False when the match is over."""
-        match = self.held()
+        match = await self.held()
         if match.finished:
             return False
         if match.round.over:
@@ -99,7 +104,7 @@ async def test_a_load_without_the_cache_is_at_every_version_the_match_the_commit
         snapshot = await store.load(player.id)
         assert snapshot is not None and snapshot.version == player.version
         lags.append(player.version - snapshot.blob_version)
-        held = player.held()
+        held = await player.held()
         if held.round.over:
             assert snapshot.at is None, f"version {player.version} ends a round: its snapshot is written"
         version, loaded, *_ = await _games(store).repository.load(player.id)
@@ -117,7 +122,7 @@ async def test_a_process_without_the_cache_plays_on_and_answers_retries_alike(st
     request, on either process, answers the very bytes of its first answer."""
     one, other = _games(store), _games(store)
     player = await _Player.create(one, seed=5, rounds=1)
-    expected = player.held()
+    expected = await player.held()
     answers: dict[int, tuple[pb.SubmitActionRequest, Caller, pb.SubmitActionResponse]] = {}
     while not expected.finished:
         seat = expected.round.to_move
@@ -128,7 +133,7 @@ async def test_a_process_without_the_cache_plays_on_and_answers_retries_alike(st
         response = await player.games.submit(request, player.seats[seat])
         answers[player.version] = (request, player.seats[seat], response)
         player.version = response.result.version
-        assert match_to_bytes(player.held()) == match_to_bytes(expected)
+        assert match_to_bytes(await player.held()) == match_to_bytes(expected)
         # The other process makes the next move: its cache is a version behind (or empty).
         player.games = other if player.games is one else one
         version, loaded, *_ = await player.games.repository.load(player.id, player.version)
@@ -151,11 +156,11 @@ async def test_games_stored_with_a_snapshot_at_every_version_load_and_play_on(st
         assert snapshot is not None and snapshot.at is None
     now = _games(store)
     version, match, *_ = await now.repository.load(player.id)
-    assert (version, match_to_bytes(match)) == (player.version, match_to_bytes(player.held()))
+    assert (version, match_to_bytes(match)) == (player.version, match_to_bytes(await player.held()))
     player.games = now
     while await player.step():
         version, loaded, *_ = await _games(store).repository.load(player.id)
-        assert match_to_bytes(loaded) == match_to_bytes(player.held())
+        assert match_to_bytes(loaded) == match_to_bytes(await player.held())
     assert player.version > 6
 
 
