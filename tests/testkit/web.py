@@ -221,8 +221,11 @@ def decode_received(entries: list[dict[str, Any]]) -> list[Received]:
 
 
 CARD_FIELDS = frozenset({"card", "cards", "hand", "floor", "revealed", "captured", "options", "played", "flipped",
-                         "held", "taken", "replacement", "stock"})
+                         "held", "taken", "takes", "replacement", "stock"})
 """The fields of the API's messages that hold card ids."""
+
+COUNTS: dict[str, frozenset[str]] = {"SetReach": frozenset({"captured", "open"})}
+"""Fields named like card fields that hold counts, by message."""
 
 
 def cards_in(message: Message) -> set[int]:
@@ -234,7 +237,7 @@ def cards_in(message: Message) -> set[int]:
             for item in items:
                 if isinstance(item, Message):
                     found |= cards_in(item)
-        elif descriptor.name in CARD_FIELDS:
+        elif descriptor.name in CARD_FIELDS and descriptor.name not in COUNTS.get(message.DESCRIPTOR.name, ()):
             values = value if descriptor.is_repeated else [value]
             found |= {int(v) for v in values if int(v) >= 0}
     return found
