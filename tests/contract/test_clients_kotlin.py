@@ -40,7 +40,7 @@ from typing import Any, Final
 
 import pytest
 
-from testkit.client_programs import Ports, bot_server, both_ports
+from testkit.client_programs import RUN_TIMEOUT, Ports, bot_server, both_ports, explain, run
 
 # Not in make check: the Kotlin client, built with Maven and run on the JVM.
 pytestmark = pytest.mark.slow
@@ -52,7 +52,6 @@ SCENARIOS: Final = ROOT / "tests" / "conformance" / "scenarios"
 SECRET: Final = "clients-kotlin-token-secret-0123456789"
 OPERATOR_KEY: Final = "clients-kotlin-operator-key"
 BUILD_TIMEOUT: Final = 900.0
-RUN_TIMEOUT: Final = 180.0
 # A program that must exit by itself: what the bound catches is a thread of the client left running.
 EXIT_TIMEOUT: Final = 60.0
 SUMMARY: Final = re.compile(r"^(\d+) passed, (\d+) failed$", re.MULTILINE)
@@ -61,16 +60,6 @@ DEALS: Final = 2
 PROTOCOLS: Final = ["connect", "grpc", "grpc-web"]
 # The programs are short-lived: the JVM's quick compiler alone and the serial collector start them faster.
 JAVA_OPTIONS: Final = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
-
-
-def run(args: list[str], cwd: Path, timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None,
-        ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
-                          timeout=timeout, check=False)
-
-
-def explain(result: subprocess.CompletedProcess[str]) -> str:
-    return f"exit {result.returncode}\n--- stdout\n{result.stdout[-6000:]}\n--- stderr\n{result.stderr[-6000:]}"
 
 
 @pytest.fixture(scope="module")

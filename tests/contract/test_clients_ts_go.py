@@ -24,7 +24,6 @@ The first build downloads the npm packages and Go modules (about a minute); late
 from __future__ import annotations
 
 import filecmp
-import os
 import re
 import shutil
 import subprocess
@@ -35,7 +34,7 @@ from typing import Final
 
 import pytest
 
-from testkit.client_programs import Ports, both_ports
+from testkit.client_programs import Ports, both_ports, explain, run
 
 # Not in make check: the TypeScript and Go clients, built with their toolchains.
 pytestmark = pytest.mark.slow
@@ -48,21 +47,10 @@ BUF: Final = ROOT / ".tools" / "node_modules" / ".bin" / "buf"
 SECRET: Final = "clients-ts-go-token-secret-0123456789"
 OPERATOR_KEY: Final = "clients-ts-go-operator-key"
 BUILD_TIMEOUT: Final = 900.0
-RUN_TIMEOUT: Final = 180.0
 # A program that must exit by itself: it takes well under a second; what the bound catches is a
 # stream or connection left open, which keeps Node running for as long as the game stays open.
 EXIT_TIMEOUT: Final = 60.0
 SUMMARY: Final = re.compile(r"^(\d+) passed, (\d+) failed$", re.MULTILINE)
-
-
-def run(args: list[str], cwd: Path, timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None,
-        ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
-                          timeout=timeout, check=False)
-
-
-def explain(result: subprocess.CompletedProcess[str]) -> str:
-    return f"exit {result.returncode}\n--- stdout\n{result.stdout[-6000:]}\n--- stderr\n{result.stderr[-6000:]}"
 
 
 def run_to_exit(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

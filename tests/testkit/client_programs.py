@@ -4,6 +4,7 @@ programs, and a bot server program run until the test is over."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -19,6 +20,21 @@ from testkit.redis_server import free_port
 
 LISTENING: Final = re.compile(r"^botserver listening on (\S+:\d+)$")
 """The line every example bot server prints once it listens."""
+
+RUN_TIMEOUT: Final = 180.0
+"""How long one run of a client program may take."""
+
+
+def run(args: list[str], cwd: Path, timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    """A program run to its end, its output captured (``env`` on top of this process's)."""
+    return subprocess.run(args, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def explain(result: subprocess.CompletedProcess[str]) -> str:
+    """A finished program's exit code and the end of its output, for an assertion's message."""
+    return f"exit {result.returncode}\n--- stdout\n{result.stdout[-6000:]}\n--- stderr\n{result.stderr[-6000:]}"
 
 
 @dataclass(frozen=True, slots=True)
