@@ -123,6 +123,7 @@ def run_one(generator: Path, players: int, workers: int, args: argparse.Namespac
                         "-three-share", str(args.three_share), "-think-min", f"{args.think_min}s",
                         "-think-max", f"{args.think_max}s", "-warmup", f"{args.warmup}s",
                         "-duration", f"{args.window}s", "-json", str(out), f"-views={str(args.views).lower()}",
+                        f"-whole-versions={str(args.whole_versions).lower()}",
                         "-rounds", str(args.rounds)]
                 env = dict(os.environ, GOSTOP_API_KEY=OPERATOR_KEY)
                 proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -220,6 +221,8 @@ def main() -> None:
                         help="the server's GOSTOP_FINISHED_TTL_SECONDS (how long a finished match stays in Redis)")
     parser.add_argument("--views", action=argparse.BooleanOptionalAction, default=True,
                         help="players learn their views from their streams (--no-views: GetGame after every event)")
+    parser.add_argument("--whole-versions", action=argparse.BooleanOptionalAction, default=True,
+                        help="a stream message per version (--no-whole-versions: one per event and one per view)")
     parser.add_argument("--three-share", type=float, default=0.0, help="players seated at three-player tables")
     parser.add_argument("--think-min", type=float, default=1.0, help="shortest think time, seconds")
     parser.add_argument("--think-max", type=float, default=3.0, help="longest think time, seconds")

@@ -307,6 +307,9 @@ class Games:
         ))
         if isinstance(outcome, Committed):
             repo.remember(game_id, new_version, new, new_plays)
+            if not new.finished:  # the actor's own stream sends this view next: build it once
+                bounded_put(self._views, (game_id, seat), (new_version, pb.GetGameResponse(
+                    version=new_version, view=result.view)), 2 * self.config.snapshot_cache)
             self.metrics.actions.labels(action_kind(action)).inc()
             self._count_round(new, events)
             await self.bot_turns.push(game_id, new_version, new, bots)

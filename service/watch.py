@@ -90,6 +90,10 @@ ViewOf = Callable[[int, list[LogEntry]], Awaitable[pb.GameView | None]]
 """The watcher's view at a version (None: the game has moved on), given the entries just read."""
 
 
+Batch = list[tuple[int, list[pb.WatchGameResponse]]]
+"""The entries of one read of the log: each version with the viewer's messages of its events."""
+
+
 class Renders:
     """Each log entry's messages for each viewer, made once per process however many streams
     send them (a seat's own streams, spectators), the most recent ``size`` kept. The entry's
@@ -171,14 +175,37 @@ class Watches:
                 first = await view_of(version, [])
                 if first is not None:
                     yield pb.WatchGameResponse(version=version, view=first)
-            async with contextlib.aclosing(self._follow(req.game_id, after, viewer, view_of)) as items:
+            follow = self._follow_whole if req.whole_versions else self._follow
+            async with contextlib.aclosing(follow(req.game_id, after, viewer, view_of)) as items:
                 async for item in items:
                     yield item
 
     async def _follow(self, game_id: str, after: int, viewer: int, view_of: ViewOf | None
                       ) -> AsyncGenerator[pb.WatchGameResponse, None]:
-        """The log after ``after``, entry by entry as they come, until the match finishes (or the
-        server drains: ``SHUTTING_DOWN`` with the last version sent)."""
+        """The log after ``after``, an event per message, then the view of the newest version read."""
+        async for batch, view in self._batches(game_id, after, viewer, view_of):
+            for _, messages in batch:
+                for message in messages:
+                    yield message
+            if view is not None:
+                yield pb.WatchGameResponse(version=batch[-1][0], view=view)
+
+    async def _follow_whole(self, game_id: str, after: int, viewer: int, view_of: ViewOf | None
+                            ) -> AsyncGenerator[pb.WatchGameResponse, None]:
+        """The log after ``after``, a version per message, the newest one read with its view."""
+        async for batch, view in self._batches(game_id, after, viewer, view_of):
+            last = len(batch) - 1
+            for i, (version, messages) in enumerate(batch):
+                whole = pb.WatchGameResponse(version=version, events=[m.event for m in messages])
+                if i == last and view is not None:
+                    whole.view.CopyFrom(view)
+                yield whole
+
+    async def _batches(self, game_id: str, after: int, viewer: int, view_of: ViewOf | None
+                       ) -> AsyncGenerator[tuple[Batch, pb.GameView | None], None]:
+        """The log after ``after`` as it comes, each read's entries with the viewer's messages of
+        each and (``view_of``) the view after the newest, until the match finishes (or the server
+        drains: ``SHUTTING_DOWN`` with the last version sent)."""
         repo = self.repository
         closing = asyncio.ensure_future(self.closing.wait())
         wait: asyncio.Future[list[Any]] | None = None
@@ -197,17 +224,14 @@ class Watches:
                         raise not_found(game_id)
                     continue
                 finished = False
+                batch: Batch = []
                 for item in entries:
                     messages, finished = self.renders.messages(game_id, item, viewer)
-                    for message in messages:
-                        yield message
+                    batch.append((item.version, messages))
                     after = item.version
                     if finished:
                         break
-                if view_of is not None:
-                    view = await view_of(after, entries)
-                    if view is not None:
-                        yield pb.WatchGameResponse(version=after, view=view)
+                yield batch, None if view_of is None else await view_of(after, entries)
                 if finished:
                     return
         finally:

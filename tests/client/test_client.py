@@ -488,12 +488,16 @@ def test_watch_cursor_drops_the_repeated_part_of_a_version() -> None:
 class _CutStreams(grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
     """Breaks every stream after a random number of messages, as a lost connection would."""
 
-    def __init__(self, seed: int, longest: int) -> None:
+    def __init__(self, seed: int, longest: int, whole_versions: bool = True) -> None:
         self.rng = random.Random(seed)
         self.longest = longest
+        self.whole_versions = whole_versions
         self.cuts = 0
 
     def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        if not self.whole_versions:  # as a server from before whole versions answers
+            request = pb.WatchGameRequest(game_id=request.game_id, after_version=request.after_version,
+                                          include_views=request.include_views)
         return _CutCall(self, continuation(details, request), self.rng.randint(1, self.longest))
 
 
@@ -516,12 +520,15 @@ class _CutCall:
         return bool(self.call.cancel())
 
 
-def test_watch_resumes_streams_cut_inside_versions(memory_target: str) -> None:
+@pytest.mark.parametrize("whole_versions", [True, False], ids=["whole-versions", "event-messages"])
+def test_watch_resumes_streams_cut_inside_versions(memory_target: str, whole_versions: bool) -> None:
+    """Cut between versions (a message per version) or inside them (a message per event, as a
+    server from before whole versions sends), the stream delivers every event once."""
     with GostopClient(memory_target, operator_key=OPERATOR_KEY) as client:
         game = client.create_game("standard", 3, seed=31, rounds=2)
         _play_match(client, game)
         log = client.log(game)
-    cutter = _CutStreams(seed=5, longest=20)
+    cutter = _CutStreams(seed=5, longest=20 if not whole_versions else 5, whole_versions=whole_versions)
     with GostopClient(memory_target, retry=FAST, interceptors=[cutter]) as flaky:
         for seat in (1, None):
             stream = flaky.watch(game.id, 0, token=None if seat is None else game.token(seat))

@@ -101,3 +101,27 @@ async def test_a_finished_match_leaves_nothing_cached_regression() -> None:
         games = api.server.games
         assert game.id not in games.repository.cache
         assert not [key for key in games._views if key[0] == game.id]
+
+
+def test_whole_versions_carry_what_the_event_messages_carry(client: GostopClient) -> None:
+    """A stream of whole versions (one message per version) carries the same events, in the same
+    order, and the same views as a stream of an event per message; each message is one version."""
+    game = client.create_game("standard", seed=41, rounds=1)
+    rng = random.Random(41)
+    while not (view := client.get_game(game, 1)).match.finished:
+        mover = next((s for s in range(2) if client.get_game(game, s).legal_actions), None)
+        if mover is None:
+            break
+        client.act(game, mover, lambda v: rng.choice(v.legal_actions).id)
+    for after in (0, 5):
+        metadata = [("authorization", f"Bearer {game.token(1)}")]
+        singles, wholes = ([*client._stub.WatchGame(pb.WatchGameRequest(
+            game_id=game.game_id, after_version=after, include_views=True, whole_versions=whole), metadata=metadata)]
+            for whole in (False, True))
+        versions = [m.version for m in wholes]
+        assert versions == sorted(set(versions)) == list(range(after + 1, view.version + 1))
+        assert all(not m.HasField("event") for m in wholes)
+        unpacked = [(m.version, "event", e) for m in wholes for e in m.events]
+        unpacked += [(m.version, "view", m.view) for m in wholes if m.HasField("view")]
+        assert sorted(unpacked, key=lambda x: x[0]) == [
+            (m.version, "view", m.view) if m.HasField("view") else (m.version, "event", m.event) for m in singles]

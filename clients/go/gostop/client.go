@@ -198,24 +198,48 @@ func (c *Client) StartNextRound(ctx context.Context, gameID, token string, expec
 
 // Watch is a stream of the caller's redacted events.
 type Watch struct {
-	stream grpc.ServerStreamingClient[pb.WatchGameResponse]
-	cancel context.CancelFunc
+	stream  grpc.ServerStreamingClient[pb.WatchGameResponse]
+	cancel  context.CancelFunc
+	pending []*pb.WatchGameResponse
 	// Last is the version of the last event received (resume from it after a broken stream).
 	Last int64
 }
 
-// Recv returns the next event; io.EOF once the stream ended with the match.
+// Recv returns the next event (or view); io.EOF once the stream ended with the match.
 func (w *Watch) Recv() (*pb.WatchGameResponse, error) {
-	msg, err := w.stream.Recv()
-	if err != nil {
-		w.cancel()
-		if errors.Is(err, io.EOF) {
-			return nil, io.EOF
+	if len(w.pending) == 0 {
+		msg, err := w.stream.Recv()
+		if err != nil {
+			w.cancel()
+			if errors.Is(err, io.EOF) {
+				return nil, io.EOF
+			}
+			return nil, wrap(err)
 		}
-		return nil, wrap(err)
+		w.pending = Unpack(msg)
 	}
+	msg := w.pending[0]
+	w.pending = w.pending[1:]
 	w.Last = msg.GetVersion()
 	return msg, nil
+}
+
+// Unpack splits a version's message (WatchGameRequest.whole_versions) into the messages a stream
+// without it sends: one per event, then the view; any other message is returned as it is.
+func Unpack(msg *pb.WatchGameResponse) []*pb.WatchGameResponse {
+	events := msg.GetEvents()
+	if len(events) == 0 {
+		return []*pb.WatchGameResponse{msg}
+	}
+	version := msg.GetVersion()
+	items := make([]*pb.WatchGameResponse, 0, len(events)+1)
+	for _, event := range events {
+		items = append(items, &pb.WatchGameResponse{Version: version, Event: event})
+	}
+	if msg.View != nil {
+		items = append(items, &pb.WatchGameResponse{Version: version, View: msg.View})
+	}
+	return items
 }
 
 // Close ends the stream early.
@@ -234,7 +258,7 @@ func WithViews() WatchOption {
 // committed; the stream has no deadline but ctx's. An empty token watches as a spectator.
 func (c *Client) Watch(ctx context.Context, gameID, token string, afterVersion int64, opts ...WatchOption) (*Watch, error) {
 	ctx, cancel := context.WithCancel(c.outgoing(ctx, token))
-	req := &pb.WatchGameRequest{GameId: gameID, AfterVersion: afterVersion}
+	req := &pb.WatchGameRequest{GameId: gameID, AfterVersion: afterVersion, WholeVersions: true}
 	for _, opt := range opts {
 		opt(req)
 	}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/gostop/gostop/clients/go/gen/gostop/v1"
+	"github.com/gostop/gostop/clients/go/gostop"
 )
 
 // connectPath is the URL path prefix of the service's methods on the HTTP port.
@@ -163,14 +164,15 @@ func transportError(ctx context.Context, err error) *callError {
 
 // connectStream is a WatchGame server stream over the Connect protocol.
 type connectStream struct {
-	body   io.ReadCloser
-	reader *bufio.Reader
-	ctx    context.Context
-	cancel context.CancelFunc
+	pending []*pb.WatchGameResponse
+	body    io.ReadCloser
+	reader  *bufio.Reader
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
-func (c *connectClient) watch(ctx context.Context, gameID, token string, after int64, views bool) (*connectStream, error) {
-	msg, err := proto.Marshal(&pb.WatchGameRequest{GameId: gameID, AfterVersion: after, IncludeViews: views})
+func (c *connectClient) watch(ctx context.Context, gameID, token string, after int64, opts watchOptions) (*connectStream, error) {
+	msg, err := proto.Marshal(&pb.WatchGameRequest{GameId: gameID, AfterVersion: after, IncludeViews: opts.views, WholeVersions: opts.whole})
 	if err != nil {
 		return nil, err
 	}
@@ -197,8 +199,23 @@ func (c *connectClient) watch(ctx context.Context, gameID, token string, after i
 	return &connectStream{body: resp.Body, reader: bufio.NewReader(resp.Body), ctx: ctx, cancel: cancel}, nil
 }
 
-// recv returns the next message; io.EOF once the stream ended without an error.
+// recv returns the next event or view, a version's message unpacked; io.EOF once the stream
+// ended without an error.
 func (s *connectStream) recv() (*pb.WatchGameResponse, error) {
+	if len(s.pending) == 0 {
+		msg, err := s.read()
+		if err != nil {
+			return nil, err
+		}
+		s.pending = gostop.Unpack(msg)
+	}
+	msg := s.pending[0]
+	s.pending = s.pending[1:]
+	return msg, nil
+}
+
+// read returns the stream's next message.
+func (s *connectStream) read() (*pb.WatchGameResponse, error) {
 	var head [5]byte
 	if _, err := io.ReadFull(s.reader, head[:]); err != nil {
 		return nil, s.fail(err)

@@ -54,6 +54,7 @@ type options struct {
 	players      int
 	connectShare float64
 	views        bool
+	whole        bool
 	rounds       int
 	threeShare   float64
 	thinkMin     time.Duration
@@ -86,6 +87,7 @@ func parseFlags() (*options, error) {
 	flag.Float64Var(&o.connectShare, "connect-share", 0.25, "share of the players that use the Connect protocol on the HTTP port")
 	flag.IntVar(&o.rounds, "rounds", 0, "rounds per match; 0: open-ended. A table whose match is over starts a new one (a fresh game and tokens), as people do")
 	flag.BoolVar(&o.views, "views", true, "learn the seat's view from its stream (WatchGame include_views); false: GetGame after every event, as clients without views do")
+	flag.BoolVar(&o.whole, "whole-versions", true, "receive each version as one stream message (WatchGame whole_versions); false: a message per event and one for the view, as clients before it do")
 	flag.Float64Var(&o.threeShare, "three-share", 0, "share of the players seated in three-player games (the rest in two-player games)")
 	flag.DurationVar(&o.thinkMin, "think-min", time.Second, "shortest think time before an action")
 	flag.DurationVar(&o.thinkMax, "think-max", 3*time.Second, "longest think time before an action (uniform between the two)")
@@ -288,7 +290,7 @@ func (p *player) watch(ctx context.Context) {
 			atomic.AddInt64(&p.r.resumes, 1)
 		}
 		first = false
-		s, err := p.t.watch(ctx, p.g.id, p.token, p.last, p.r.opts.views)
+		s, err := p.t.watch(ctx, p.g.id, p.token, p.last, watchOptions{views: p.r.opts.views, whole: p.r.opts.whole})
 		if err != nil {
 			if ctx.Err() == nil {
 				p.r.fail(err)

@@ -17,8 +17,11 @@ type transport interface {
 	submit(ctx context.Context, gameID, token string, version int64, actionID int32, requestID string) (*pb.TurnResult, error)
 	startNextRound(ctx context.Context, gameID, token string, version int64, requestID string) (*pb.TurnResult, error)
 	createGame(ctx context.Context, req *pb.CreateGameRequest) (*pb.CreateGameResponse, error)
-	watch(ctx context.Context, gameID, token string, after int64, views bool) (stream, error)
+	watch(ctx context.Context, gameID, token string, after int64, opts watchOptions) (stream, error)
 }
+
+// watchOptions are what a player's WatchGame asks for: views on the stream, whole versions.
+type watchOptions struct{ views, whole bool }
 
 // stream is an open WatchGame: recv returns io.EOF once it ended with the match.
 type stream interface {
@@ -81,12 +84,15 @@ func (t grpcTransport) createGame(ctx context.Context, req *pb.CreateGameRequest
 	return t.client.CreateGame(ctx, req)
 }
 
-func (t grpcTransport) watch(ctx context.Context, gameID, token string, after int64, views bool) (stream, error) {
-	var opts []gostop.WatchOption
-	if views {
-		opts = append(opts, gostop.WithViews())
+func (t grpcTransport) watch(ctx context.Context, gameID, token string, after int64, opts watchOptions) (stream, error) {
+	var asks []gostop.WatchOption
+	if opts.views {
+		asks = append(asks, gostop.WithViews())
 	}
-	w, err := t.client.Watch(ctx, gameID, token, after, opts...)
+	if !opts.whole {
+		asks = append(asks, func(req *pb.WatchGameRequest) { req.WholeVersions = false })
+	}
+	w, err := t.client.Watch(ctx, gameID, token, after, asks...)
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +142,8 @@ func (t connectTransport) createGame(ctx context.Context, req *pb.CreateGameRequ
 	return out, t.client.unary(ctx, "CreateGame", "", req, out)
 }
 
-func (t connectTransport) watch(ctx context.Context, gameID, token string, after int64, views bool) (stream, error) {
-	s, err := t.client.watch(ctx, gameID, token, after, views)
+func (t connectTransport) watch(ctx context.Context, gameID, token string, after int64, opts watchOptions) (stream, error) {
+	s, err := t.client.watch(ctx, gameID, token, after, opts)
 	if err != nil {
 		return nil, err
 	}

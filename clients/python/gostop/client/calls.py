@@ -198,8 +198,19 @@ class WatchSession:
     def connect(self, stub: Any) -> Any:
         """A (re)connection's call, resuming after the last complete version."""
         request = pb.WatchGameRequest(game_id=self.game_id, after_version=self.cursor.resume(),
-                                      include_views=self.include_views)
+                                      include_views=self.include_views, whole_versions=True)
         return stub.WatchGame(request, metadata=self.metadata, timeout=self.timeout)
+
+    def items(self, message: pb.WatchGameResponse) -> list[pb.WatchGameResponse]:
+        """The items to deliver of a message: a version's message (``whole_versions``) is
+        delivered an event at a time, then its view, as a server without it sends them."""
+        if not message.events:
+            return [message] if self.deliver(message) else []
+        version = message.version
+        items = [pb.WatchGameResponse(version=version, event=event) for event in message.events]
+        if message.HasField("view"):
+            items.append(pb.WatchGameResponse(version=version, view=message.view))
+        return [item for item in items if self.deliver(item)]
 
     def deliver(self, item: pb.WatchGameResponse) -> bool:
         """Whether to deliver ``item``; progress makes a later failure start a fresh backoff."""

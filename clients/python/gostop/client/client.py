@@ -209,7 +209,8 @@ class WatchStream(_WatchProgress, Iterator[pb.WatchGameResponse]):
                 call.cancel()
                 return
             try:
-                yield from filter(session.deliver, call)
+                for message in call:
+                    yield from session.items(message)
                 session.cursor.finish()
                 return
             except grpc.RpcError as exc:
@@ -376,8 +377,8 @@ class AsyncWatchStream(_WatchProgress, AsyncIterator[pb.WatchGameResponse]):
         while not self._cancelled:
             call = self._call = session.connect(self._stub)
             try:
-                async for item in call:
-                    if session.deliver(item):
+                async for message in call:
+                    for item in session.items(message):
                         yield item
                 session.cursor.finish()
                 return

@@ -3036,7 +3036,10 @@ type WatchGameRequest struct {
 	// Also send the caller's view (GetGame's) after the events of each version, so that a seat
 	// learns its legal actions from the stream instead of calling GetGame after every event.
 	// While the stream catches up on several versions at once, only the newest one's view is sent.
-	IncludeViews  bool `protobuf:"varint,3,opt,name=include_views,json=includeViews,proto3" json:"include_views,omitempty"`
+	IncludeViews bool `protobuf:"varint,3,opt,name=include_views,json=includeViews,proto3" json:"include_views,omitempty"`
+	// Send each version as one message: its events in `events`, followed in the same message by
+	// the view of include_views. Otherwise each event is a message of its own, and the view another.
+	WholeVersions bool `protobuf:"varint,4,opt,name=whole_versions,json=wholeVersions,proto3" json:"whole_versions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3092,16 +3095,28 @@ func (x *WatchGameRequest) GetIncludeViews() bool {
 	return false
 }
 
+func (x *WatchGameRequest) GetWholeVersions() bool {
+	if x != nil {
+		return x.WholeVersions
+	}
+	return false
+}
+
 // WatchGameResponse is one event of the stream, or (include_views) the caller's view after the
-// events of a version.
+// events of a version; with whole_versions, all of a version's events and its view.
 type WatchGameResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The version whose commit produced the event, or whose view this is.
 	Version int64 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
-	// Unset in a view message.
+	// Unset in a view message, and with whole_versions.
 	Event *Event `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
-	// Set only in a view message (include_views), which follows the events of its version.
-	View          *GameView `protobuf:"bytes,3,opt,name=view,proto3" json:"view,omitempty"`
+	// The caller's view after the events of its version (include_views): in a message of its own,
+	// or with whole_versions in the version's message. While the stream catches up on several
+	// versions at once, only the newest one's view is sent.
+	View *GameView `protobuf:"bytes,3,opt,name=view,proto3" json:"view,omitempty"`
+	// With whole_versions: every event of the version the caller may see, in order (none in the
+	// view-only message a stream opens with when it starts at the game's version).
+	Events        []*Event `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3153,6 +3168,13 @@ func (x *WatchGameResponse) GetEvent() *Event {
 func (x *WatchGameResponse) GetView() *GameView {
 	if x != nil {
 		return x.View
+	}
+	return nil
+}
+
+func (x *WatchGameResponse) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
 	}
 	return nil
 }
@@ -7567,15 +7589,17 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\"G\n" +
 	"\x16StartNextRoundResponse\x12-\n" +
-	"\x06result\x18\x01 \x01(\v2\x15.gostop.v1.TurnResultR\x06result\"u\n" +
+	"\x06result\x18\x01 \x01(\v2\x15.gostop.v1.TurnResultR\x06result\"\x9c\x01\n" +
 	"\x10WatchGameRequest\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12#\n" +
 	"\rafter_version\x18\x02 \x01(\x03R\fafterVersion\x12#\n" +
-	"\rinclude_views\x18\x03 \x01(\bR\fincludeViews\"~\n" +
+	"\rinclude_views\x18\x03 \x01(\bR\fincludeViews\x12%\n" +
+	"\x0ewhole_versions\x18\x04 \x01(\bR\rwholeVersions\"\xa8\x01\n" +
 	"\x11WatchGameResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x12&\n" +
 	"\x05event\x18\x02 \x01(\v2\x10.gostop.v1.EventR\x05event\x12'\n" +
-	"\x04view\x18\x03 \x01(\v2\x13.gostop.v1.GameViewR\x04view\"n\n" +
+	"\x04view\x18\x03 \x01(\v2\x13.gostop.v1.GameViewR\x04view\x12(\n" +
+	"\x06events\x18\x04 \x03(\v2\x10.gostop.v1.EventR\x06events\"n\n" +
 	"\x11GetGameLogRequest\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12#\n" +
 	"\rafter_version\x18\x02 \x01(\x03R\fafterVersion\x12\x1b\n" +
@@ -8158,98 +8182,99 @@ var file_gostop_v1_game_proto_depIdxs = []int32{
 	43,  // 43: gostop.v1.StartNextRoundResponse.result:type_name -> gostop.v1.TurnResult
 	69,  // 44: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
 	64,  // 45: gostop.v1.WatchGameResponse.view:type_name -> gostop.v1.GameView
-	27,  // 46: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
-	69,  // 47: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
-	50,  // 48: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
-	11,  // 49: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
-	18,  // 50: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
-	23,  // 51: gostop.v1.GetGameLogResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
-	24,  // 52: gostop.v1.GetGameLogResponse.deal_reveal:type_name -> gostop.v1.DealReveal
-	52,  // 53: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
-	54,  // 54: gostop.v1.SeatView.reach:type_name -> gostop.v1.Reach
-	55,  // 55: gostop.v1.Reach.godori:type_name -> gostop.v1.SetReach
-	55,  // 56: gostop.v1.Reach.hongdan:type_name -> gostop.v1.SetReach
-	55,  // 57: gostop.v1.Reach.cheongdan:type_name -> gostop.v1.SetReach
-	55,  // 58: gostop.v1.Reach.chodan:type_name -> gostop.v1.SetReach
-	55,  // 59: gostop.v1.Reach.gwang:type_name -> gostop.v1.SetReach
-	52,  // 60: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
-	10,  // 61: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
-	59,  // 62: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
-	52,  // 63: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
-	59,  // 64: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
-	61,  // 65: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
-	60,  // 66: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
-	10,  // 67: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
-	57,  // 68: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
-	53,  // 69: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
-	58,  // 70: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
-	40,  // 71: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
-	60,  // 72: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
-	62,  // 73: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
-	63,  // 74: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
-	11,  // 75: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
-	56,  // 76: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
-	68,  // 77: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
-	20,  // 78: gostop.v1.GameView.bot_seats:type_name -> gostop.v1.BotSeat
-	65,  // 79: gostop.v1.GameView.stop_preview:type_name -> gostop.v1.StopPreview
-	67,  // 80: gostop.v1.GameView.gukjin_preview:type_name -> gostop.v1.GukjinPreview
-	62,  // 81: gostop.v1.StopPreview.settlement:type_name -> gostop.v1.Settlement
-	66,  // 82: gostop.v1.StopPreview.now:type_name -> gostop.v1.GoTerms
-	66,  // 83: gostop.v1.StopPreview.next_go:type_name -> gostop.v1.GoTerms
-	62,  // 84: gostop.v1.StopPreview.go_settlement:type_name -> gostop.v1.Settlement
-	52,  // 85: gostop.v1.GukjinPreview.keep:type_name -> gostop.v1.Score
-	52,  // 86: gostop.v1.GukjinPreview.convert:type_name -> gostop.v1.Score
-	70,  // 87: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
-	71,  // 88: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
-	72,  // 89: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
-	73,  // 90: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
-	74,  // 91: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
-	75,  // 92: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
-	76,  // 93: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
-	77,  // 94: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
-	78,  // 95: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
-	79,  // 96: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
-	80,  // 97: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
-	81,  // 98: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
-	82,  // 99: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
-	83,  // 100: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
-	84,  // 101: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
-	85,  // 102: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
-	86,  // 103: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
-	87,  // 104: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
-	88,  // 105: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
-	89,  // 106: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
-	90,  // 107: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
-	91,  // 108: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
-	92,  // 109: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
-	93,  // 110: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
-	94,  // 111: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
-	95,  // 112: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
-	96,  // 113: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
-	97,  // 114: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
-	17,  // 115: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
-	52,  // 116: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
-	60,  // 117: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
-	62,  // 118: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
-	15,  // 119: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
-	19,  // 120: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
-	25,  // 121: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
-	42,  // 122: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
-	47,  // 123: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
-	49,  // 124: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
-	45,  // 125: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
-	16,  // 126: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
-	22,  // 127: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
-	26,  // 128: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
-	44,  // 129: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
-	48,  // 130: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
-	51,  // 131: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
-	46,  // 132: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
-	126, // [126:133] is the sub-list for method output_type
-	119, // [119:126] is the sub-list for method input_type
-	119, // [119:119] is the sub-list for extension type_name
-	119, // [119:119] is the sub-list for extension extendee
-	0,   // [0:119] is the sub-list for field type_name
+	69,  // 46: gostop.v1.WatchGameResponse.events:type_name -> gostop.v1.Event
+	27,  // 47: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
+	69,  // 48: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
+	50,  // 49: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
+	11,  // 50: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
+	18,  // 51: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
+	23,  // 52: gostop.v1.GetGameLogResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
+	24,  // 53: gostop.v1.GetGameLogResponse.deal_reveal:type_name -> gostop.v1.DealReveal
+	52,  // 54: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
+	54,  // 55: gostop.v1.SeatView.reach:type_name -> gostop.v1.Reach
+	55,  // 56: gostop.v1.Reach.godori:type_name -> gostop.v1.SetReach
+	55,  // 57: gostop.v1.Reach.hongdan:type_name -> gostop.v1.SetReach
+	55,  // 58: gostop.v1.Reach.cheongdan:type_name -> gostop.v1.SetReach
+	55,  // 59: gostop.v1.Reach.chodan:type_name -> gostop.v1.SetReach
+	55,  // 60: gostop.v1.Reach.gwang:type_name -> gostop.v1.SetReach
+	52,  // 61: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
+	10,  // 62: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
+	59,  // 63: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
+	52,  // 64: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
+	59,  // 65: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
+	61,  // 66: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
+	60,  // 67: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
+	10,  // 68: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
+	57,  // 69: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
+	53,  // 70: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
+	58,  // 71: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
+	40,  // 72: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
+	60,  // 73: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
+	62,  // 74: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
+	63,  // 75: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
+	11,  // 76: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
+	56,  // 77: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
+	68,  // 78: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
+	20,  // 79: gostop.v1.GameView.bot_seats:type_name -> gostop.v1.BotSeat
+	65,  // 80: gostop.v1.GameView.stop_preview:type_name -> gostop.v1.StopPreview
+	67,  // 81: gostop.v1.GameView.gukjin_preview:type_name -> gostop.v1.GukjinPreview
+	62,  // 82: gostop.v1.StopPreview.settlement:type_name -> gostop.v1.Settlement
+	66,  // 83: gostop.v1.StopPreview.now:type_name -> gostop.v1.GoTerms
+	66,  // 84: gostop.v1.StopPreview.next_go:type_name -> gostop.v1.GoTerms
+	62,  // 85: gostop.v1.StopPreview.go_settlement:type_name -> gostop.v1.Settlement
+	52,  // 86: gostop.v1.GukjinPreview.keep:type_name -> gostop.v1.Score
+	52,  // 87: gostop.v1.GukjinPreview.convert:type_name -> gostop.v1.Score
+	70,  // 88: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
+	71,  // 89: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
+	72,  // 90: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
+	73,  // 91: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
+	74,  // 92: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
+	75,  // 93: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
+	76,  // 94: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
+	77,  // 95: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
+	78,  // 96: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
+	79,  // 97: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
+	80,  // 98: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
+	81,  // 99: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
+	82,  // 100: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
+	83,  // 101: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
+	84,  // 102: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
+	85,  // 103: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
+	86,  // 104: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
+	87,  // 105: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
+	88,  // 106: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
+	89,  // 107: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
+	90,  // 108: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
+	91,  // 109: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
+	92,  // 110: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
+	93,  // 111: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
+	94,  // 112: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
+	95,  // 113: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
+	96,  // 114: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
+	97,  // 115: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
+	17,  // 116: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
+	52,  // 117: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
+	60,  // 118: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
+	62,  // 119: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
+	15,  // 120: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
+	19,  // 121: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
+	25,  // 122: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
+	42,  // 123: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
+	47,  // 124: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
+	49,  // 125: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
+	45,  // 126: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
+	16,  // 127: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
+	22,  // 128: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
+	26,  // 129: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
+	44,  // 130: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
+	48,  // 131: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
+	51,  // 132: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
+	46,  // 133: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
+	127, // [127:134] is the sub-list for method output_type
+	120, // [120:127] is the sub-list for method input_type
+	120, // [120:120] is the sub-list for extension type_name
+	120, // [120:120] is the sub-list for extension extendee
+	0,   // [0:120] is the sub-list for field type_name
 }
 
 func init() { file_gostop_v1_game_proto_init() }
