@@ -28,6 +28,7 @@ import {
   ActionSchema,
   CreateGameRequestSchema,
   GameService,
+  WatchGameResponseSchema,
   type Action,
   type CreateGameResponse,
   type Deal,
@@ -36,6 +37,7 @@ import {
   type LogEntry,
   type RuleSet,
   type Rules,
+  type SetAutoPlayResponse,
   type TurnResult,
   type WatchGameResponse,
 } from "./gen/gostop/v1/game_pb.js";
@@ -79,7 +81,10 @@ export type Reason =
   | "MATCH_TOTAL_LIMIT"
   | "SNAPSHOT_CORRUPT"
   | "INTERNAL"
-  | "ID_EXHAUSTED";
+  | "ID_EXHAUSTED"
+  | "BAD_CLOCK"
+  | "NO_CLOCK"
+  | "TURN_TIMED_OUT";
 
 /**
  * A failed call: the status code (gRPC and Connect share them), the message and the ErrorInfo of the status details. `reason` is
@@ -232,6 +237,44 @@ export interface StartNextRoundArgs extends CallAuth {
   token: string;
   expectedVersion: bigint | number;
   requestId?: string;
+}
+
+/** Credentials and request id of `setAutoPlay`. */
+export interface SetAutoPlayArgs extends CallAuth {
+  /** The seat's token: auto-play is turned on or off for that seat. */
+  token: string;
+  /** Idempotency key; a fresh one is drawn when absent. Reuse it to retry the same call. */
+  requestId?: string;
+}
+
+/** What `watch` takes besides the credentials. */
+export interface WatchOptions {
+  /** Events of the versions after this one are sent (0, the default: the whole game). */
+  afterVersion?: bigint | number;
+  /** Also the caller's view after each version's events (a message with `view` and no `event`). */
+  includeViews?: boolean;
+  /**
+   * Ask the server for a version per stream message (default true). The messages handed out are
+   * the same either way: this only makes fewer of them travel, and no version half-received.
+   */
+  wholeVersions?: boolean;
+}
+
+/**
+ * A stream message as a server without whole versions sends it: a version's message (its
+ * `events`, and its view) becomes one message per event, then the view; any other message is
+ * returned as it is.
+ */
+export function unpackVersion(message: WatchGameResponse): WatchGameResponse[] {
+  if (message.events.length === 0) {
+    return [message];
+  }
+  const version = message.version;
+  const items = message.events.map((event) => create(WatchGameResponseSchema, { version, event }));
+  if (message.view !== undefined) {
+    items.push(create(WatchGameResponseSchema, { version, view: message.view }));
+  }
+  return items;
 }
 
 /** The whole log of a game, read page by page. */
@@ -483,6 +526,19 @@ export class GostopClient {
   }
 
   /**
+   * Turns auto-play (자동치기) on or off for the token's seat, in a game with a turn clock: while
+   * on, the table's bot makes the seat's decisions after the clock's pause; any action of the
+   * seat's own turns it off. At most once per request id; asking for the state the seat is
+   * already in changes nothing. Fails with FAILED_PRECONDITION, reason NO_CLOCK, in a game
+   * without a clock.
+   */
+  async setAutoPlay(gameId: string, on: boolean, args: SetAutoPlayArgs): Promise<SetAutoPlayResponse> {
+    return this.call(() =>
+      this.raw.setAutoPlay({ gameId, on, requestId: args.requestId ?? newRequestId() }, this.options(args)),
+    );
+  }
+
+  /**
    * The caller's redacted events of every version after `afterVersion` (0: the whole game), as
    * they are committed; the stream ends after the event that finishes the match. To resume after
    * a broken stream, call again with the last version received.
@@ -494,11 +550,16 @@ export class GostopClient {
    *
    * `includeViews`: also the caller's view after the events of each version (a message with
    * `view` set and no `event`), so that a seat learns its legal actions without `getGame`.
+   *
+   * Each message handed out holds one event (or one view), whichever form the server sends: the
+   * client asks for whole versions (a version per stream message, `wholeVersions`) and hands out
+   * their events one at a time; a server without them sends a message per event. A whole version
+   * arrives all or not at all, so a broken stream never leaves one half-delivered: resume after
+   * the last version whose events were all taken. A server without whole versions can break a
+   * stream mid-version: to resume exactly there, count the events taken of the last version,
+   * resume after the version before it and skip that many.
    */
-  async *watch(
-    gameId: string,
-    auth?: CallAuth & { afterVersion?: bigint | number; includeViews?: boolean },
-  ): AsyncGenerator<WatchGameResponse, void, undefined> {
+  async *watch(gameId: string, auth?: CallAuth & WatchOptions): AsyncGenerator<WatchGameResponse, void, undefined> {
     this.ensureOpen();
     // Connect's stream iterable has no return(): leaving a for-await over it early would leave
     // the HTTP/2 stream open (and Node running) until the match ends. The stream gets a signal
@@ -513,11 +574,18 @@ export class GostopClient {
     }
     try {
       const stream = this.raw.watchGame(
-        { gameId, afterVersion: BigInt(auth?.afterVersion ?? 0), includeViews: auth?.includeViews ?? false },
+        {
+          gameId,
+          afterVersion: BigInt(auth?.afterVersion ?? 0),
+          includeViews: auth?.includeViews ?? false,
+          wholeVersions: auth?.wholeVersions ?? true,
+        },
         { ...this.options(auth, true), signal: controller.signal },
       );
       for await (const message of stream) {
-        yield message;
+        // The next message is read only once every item of this one was taken: a stream that
+        // breaks after a version's message has still handed out all of its events.
+        yield* unpackVersion(message);
       }
     } catch (error) {
       throw this.failure(error);
