@@ -1,6 +1,6 @@
 // Events as people read them (engine/render.py event_line, with everyday card names and Korean
 // terms), in the reader's language, and the short "flash" shown on the table as they happen.
-import type { Event, GameView } from "./api";
+import type { Action, Event, GameView } from "./api";
 import { cardName, MONTH_NAMES_KO } from "./cards";
 import { lang, t, term } from "./i18n";
 
@@ -27,7 +27,7 @@ function month(m: number): string {
 const YOU_VERBS: Record<string, string> = {
   plays: "play", flips: "flip", captures: "capture", takes: "take", goes: "go", wins: "win", loses: "lose",
   sits: "sit", sells: "sell", uses: "use", keeps: "keep", makes: "make", pays: "pay", stacks: "stack", shakes: "shake",
-  has: "have", holds: "hold",
+  has: "have", holds: "hold", turns: "turn", is: "are",
 };
 
 /**
@@ -178,6 +178,24 @@ function eventText(event: Event, seat: SeatName): string {
       return ko ? `${seat(k.value.seat)}: ${term(k.value.reason)}로 즉시 패배` : `${seat(k.value.seat)} loses at once: ${term(k.value.reason)}`;
     case "nagari":
       return ko ? `나가리 (${term(k.value.reason)})` : `나가리: a draw (${term(k.value.reason)})`;
+    case "playedForSeat": {
+      const e = k.value;
+      const bot = e.policy || "greedy";
+      const move = e.action ? actionText(e.action) : ko ? "다음 판을 돌림" : "deals the next round";
+      if (ko) {
+        const why = CAUSE_KO[e.cause] ?? e.cause;
+        return `${seat(e.seat)}: ${why ? `${why}, ` : ""}자동치기 (${bot}): ${move}`;
+      }
+      const why = CAUSE_EN[e.cause] ?? e.cause;
+      return `${seat(e.seat)} ${why}: the table's ${bot} bot ${move.replace(/^(\w+)/, (v) => BOT_VERBS[v] ?? v)}`;
+    }
+    case "seatAway":
+      if (ko) return `${seat(k.value.seat)}: ${k.value.away ? "자리 비움 (테이블의 봇이 둡니다)" : "돌아옴"}`;
+      return `${seat(k.value.seat)} is ${k.value.away ? "away (the table's bot plays)" : "back"}`;
+    case "autoPlaySet":
+      return ko
+        ? `${seat(k.value.seat)}: 자동치기 ${k.value.on ? "켬" : "끔"}`
+        : `${seat(k.value.seat)} turns auto-play (자동치기) ${k.value.on ? "on" : "off"}`;
     case "roundSettled": {
       const s = k.value.settlement;
       if (s === undefined) return "";
@@ -186,6 +204,51 @@ function eventText(event: Event, seat: SeatName): string {
       const paid = s.bills.reduce((sum, b) => sum + BigInt(b.pays), 0n);
       return ko ? `판 끝: ${seat(s.winner)} 승리, ${points(paid)}` : `Round over: ${seat(s.winner)} wins ${points(paid)}`;
     }
+    default:
+      return "";
+  }
+}
+
+/** Why the table's bot made a seat's decision (PlayedForSeat.cause). */
+const CAUSE_KO: Record<string, string> = { timeout: "시간 초과", away: "자리 비움", auto_play: "" };
+const CAUSE_EN: Record<string, string> = { timeout: "timed out", away: "is away", auto_play: "is on auto-play" };
+/** The bot's verb in the past: "plays 3월 광" → "played 3월 광". */
+const BOT_VERBS: Record<string, string> = {
+  plays: "played", bombs: "bombed", uses: "used", takes: "took", keeps: "kept", makes: "made", goes: "went",
+  stops: "stopped", sits: "sat", sells: "sold", deals: "dealt",
+};
+
+/** A decision the table's bot made, as a verb phrase ("plays 3월 광" / "3월 광 냄"). */
+export function actionText(action: Action): string {
+  const ko = lang() === "ko";
+  const k = action.kind;
+  switch (k.case) {
+    case "playCard":
+      return ko
+        ? `${cardName(k.value.card)} 냄${k.value.shake ? " (흔들기)" : ""}`
+        : `plays ${cardName(k.value.card)}${k.value.shake ? " with a 흔들기" : ""}`;
+    case "bomb":
+      return ko ? `${month(k.value.month)} 폭탄` : `bombs ${month(k.value.month)} (폭탄)`;
+    case "flipOnly":
+      return ko ? "빈 내기" : "uses a 빈 내기";
+    case "chooseCapture":
+      return ko ? `${cardName(k.value.card)} 먹음` : `takes ${cardName(k.value.card)}`;
+    case "keepGukjin":
+      return ko ? "국진을 열끗으로" : "keeps 국진 as a 열끗";
+    case "convertGukjin":
+      return ko ? "국진을 쌍피로" : "makes 국진 a 쌍피";
+    case "go":
+      return ko ? "고" : "goes (고)";
+    case "stop":
+      return ko ? "스톱" : "stops (스톱)";
+    case "joinRound":
+      return ko ? "이번 판 참가" : "plays this round";
+    case "sitOut":
+      return ko ? "이번 판 쉼" : "sits out";
+    case "sellGwang":
+      return ko ? "광팔기" : "sells its 광 (광팔기)";
+    case "declineGwangSale":
+      return ko ? "광 안 팖" : "keeps its 광";
     default:
       return "";
   }
@@ -235,6 +298,10 @@ export function flashText(event: Event, seat: SeatName): { word: string; who: st
       return k.value.converted ? at("국진 → 쌍피", k.value.seat) : undefined;
     case "redealt":
       return { word: ko ? "다시 돌림" : "Redeal", who: "" };
+    case "playedForSeat":
+      return k.value.cause === "timeout" ? at(ko ? "시간 초과!" : "Time's up!", k.value.seat) : undefined;
+    case "seatAway":
+      return k.value.away ? at(ko ? "자리 비움" : "Away", k.value.seat) : undefined;
     default:
       return undefined;
   }
@@ -243,5 +310,5 @@ export function flashText(event: Event, seat: SeatName): { word: string; who: st
 /** Whether the event is one of the special ones the log shows in colour. */
 export function isSpecial(event: Event): boolean {
   return ["ppeokFormed", "ppeokRecaptured", "jjok", "ttadak", "sseul", "piStolen", "bonusCaptured", "shaken", "bombed",
-    "wentGo", "stopped", "instantWin", "instantLoss", "instantPaid", "nagari"].includes(event.kind.case ?? "");
+    "wentGo", "stopped", "instantWin", "instantLoss", "instantPaid", "nagari", "playedForSeat", "seatAway"].includes(event.kind.case ?? "");
 }

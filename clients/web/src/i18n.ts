@@ -169,6 +169,25 @@ const STRINGS = {
   total: { ko: "합계", en: "Total" },
   startTriple: { ko: "3장: 넷째 장이 모두 먹음", en: "3 cards: the 4th takes all" },
   cardsLink: { ko: "카드 보기", en: "The cards" },
+  clock: { ko: "한 수 시간", en: "Time per move" },
+  clockOff: { ko: "없음", en: "off" },
+  clockSeconds: { ko: "{0}초", en: "{0} s" },
+  clockHint: {
+    ko: "시간이 다 되면 테이블의 봇이 대신 둡니다 (자동치기). 판마다 추가 시간 {0}초, 두 번 연속 넘기면 자리 비움.",
+    en: "When time runs out the table's bot moves for the seat (자동치기). {0} s of extra time a round; away after two timeouts in a row.",
+  },
+  bankLeft: { ko: "추가 시간 {0}", en: "extra time {0}" },
+  autoPlay: { ko: "자동치기", en: "Auto-play" },
+  autoPlayHint: {
+    ko: "켜면 테이블의 봇이 내 차례를 둡니다. 직접 두면 꺼집니다.",
+    en: "On: the table's bot makes your moves (자동치기). Playing a move yourself turns it off.",
+  },
+  away: { ko: "자리 비움", en: "away" },
+  autoBadge: { ko: "자동", en: "auto" },
+  timedOut: {
+    ko: "시간이 다 되어 테이블의 봇이 대신 두었습니다.",
+    en: "Time ran out: the table's bot moved for you.",
+  },
   tokenRefused: {
     ko: "이 서버가 이 자리의 토큰을 받지 않습니다: 관전으로 봅니다.",
     en: "This server no longer accepts this seat's token: you are watching.",

@@ -6,9 +6,14 @@
 //   when it arrived after the page opened (the table flashes the special ones of the latest action:
 //   뻑, 쪽, 따닥, 쓸, steals, bonus cards, 고, …). A broken stream is opened again after the last
 //   version seen (the events of it already shown are skipped), so a lost connection or a reload
-//   loses nothing and shows nothing twice; the log is kept in the tab's sessionStorage.
+//   loses nothing and shows nothing twice; the log is kept in the tab's sessionStorage. (The
+//   client receives each version whole and hands its events out one at a time; a server that
+//   sends an event per message may break a stream mid-version, which the skipping covers.)
 // - Actions: only ids of the view's legal actions, at the view's version, each with a request id
-//   kept for its retries (a call the network dropped is sent again with it: applied once).
+//   kept for its retries (a call the network dropped is sent again with it: applied once). On a
+//   table with a turn clock a move can lose the race to its deadline (TURN_TIMED_OUT): the page
+//   says so and takes the view the clock's move made; auto-play is turned on and off with
+//   SetAutoPlay, and the views say which state the seat is in.
 // - A seat token the server refuses leaves the table watching, as a spectator; a game the server
 //   no longer has (a restart of a memory store) ends the table with a way back to the lobby.
 // - A broken stream is retried with a growing pause; an answer that cannot change on a retry
@@ -51,7 +56,7 @@ export interface TableState {
   busy: boolean;
   error: string | undefined;
   /** A message for the reader that is not an error (i18n key). */
-  notice: "tokenRefused" | undefined;
+  notice: "tokenRefused" | "timedOut" | undefined;
   notFound: boolean;
 }
 
@@ -335,6 +340,8 @@ export class Table {
       if (result.version >= this.state.version) this.set({ view: result.view, version: result.version });
     } catch (error) {
       const e = error as GostopError;
+      // The clock's move for this seat was committed first: say so (the log shows the move).
+      if (e.reason === "TURN_TIMED_OUT") this.set({ notice: "timedOut" });
       // Someone else moved first (or our earlier try did): take the current view.
       if (e.reason === "STALE_VERSION" || e.code === Code.Aborted) this.pendingRequest = undefined;
       else if (e.code === Code.NotFound || e.code === Code.Unauthenticated) return this.refused(error, token);
@@ -366,6 +373,32 @@ export class Table {
       const e = error as GostopError;
       if (e.reason !== "STALE_VERSION" && e.reason !== "ROUND_IN_PROGRESS") this.set({ error: describeError(error) });
       this.pendingRequest = undefined;
+      void this.refresh();
+    } finally {
+      this.set({ busy: false });
+    }
+  }
+
+  /**
+   * Turns auto-play (자동치기) on or off for the viewer's seat; the switch follows the seat's
+   * `autoPlay` in the views, so a move of the person's own (which turns it off on the server)
+   * shows too. A retry after a lost answer reuses the request id.
+   */
+  async setAutoPlay(on: boolean): Promise<void> {
+    const { token, view } = this.state;
+    if (token === undefined || view?.clock === undefined || this.state.busy) return;
+    const requestId = newRequestId("web");
+    this.set({ busy: true, error: undefined });
+    try {
+      const result = await retrying(
+        () => api(savedApiKey()).setAutoPlay(this.state.gameId, on, { token, requestId, signal: this.abort.signal }),
+        this.abort.signal,
+      );
+      if (result.version >= this.state.version) this.set({ view: result.view, version: result.version });
+    } catch (error) {
+      const e = error as GostopError;
+      if (e.code === Code.NotFound || e.code === Code.Unauthenticated) return this.refused(error, token);
+      this.set({ error: describeError(error) });
       void this.refresh();
     } finally {
       this.set({ busy: false });

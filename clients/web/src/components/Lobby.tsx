@@ -1,5 +1,5 @@
-// The lobby: a new match (preset, players, who sits where — a person or a bot and its strength —
-// and rounds), the links that seat the other people or let anyone watch, and a box to open a
+// The lobby: a new match (preset, players, who sits where — a person or a bot and its strength —,
+// rounds, and for a table with people the time per move of the server's turn clock), the links that seat the other people or let anyone watch, and a box to open a
 // link or a game id.
 import type { JSX } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
@@ -19,6 +19,19 @@ export const SEAT_CHOICES = [
 
 type SeatChoice = (typeof SEAT_CHOICES)[number]["id"];
 
+/** Seconds per decision a table with people may have (0: no clock). */
+export const CLOCK_CHOICES = [0, 10, 15, 30, 60] as const;
+const DEFAULT_CLOCK_S = 15;
+/** The time bank of each seat and round, spent when a decision runs over. */
+const BANK_MS = 30_000;
+/** Timeouts in a row after which a seat is away (its decisions made at once). */
+const AWAY_AFTER = 2;
+
+/** The clock of CreateGame for `seconds` per decision (none for 0). */
+export function clockSettings(seconds: number): { decisionMs: number; bankMs: number; awayAfter: number } | undefined {
+  return seconds > 0 ? { decisionMs: seconds * 1000, bankMs: BANK_MS, awayAfter: AWAY_AFTER } : undefined;
+}
+
 const PRESET_TEXT: Record<string, readonly [string, string]> = {
   standard: ["보너스 패, 흔들기/폭탄, 모든 박", "bonus cards, 흔들기/폭탄, every 박"],
   simple: ["쉬운 맞고: 박과 배수 없음", "beginners' 맞고: no 박, no multipliers"],
@@ -33,6 +46,7 @@ export function Lobby(): JSX.Element {
   const [preset, setPreset] = useState("standard");
   const [players, setPlayers] = useState(2);
   const [rounds, setRounds] = useState(1);
+  const [clockSeconds, setClockSeconds] = useState<number>(DEFAULT_CLOCK_S);
   const [seats, setSeats] = useState<SeatChoice[]>(["greedy", "greedy", "greedy"]);
   const [apiKey, setApiKey] = useState(savedApiKey());
   const [creating, setCreating] = useState(false);
@@ -57,6 +71,8 @@ export function Lobby(): JSX.Element {
     if (counts.length && !counts.includes(players)) setPlayers(counts[0] ?? 2);
   }, [counts, players]);
 
+  const withPeople = seats.slice(0, players - 1).some((choice) => choice === "person");
+
   const create = async (event: Event): Promise<void> => {
     event.preventDefault();
     setCreating(true);
@@ -68,7 +84,9 @@ export function Lobby(): JSX.Element {
         .map((choice, i) => ({ seat: i + 1, spec: SEAT_CHOICES.find((c) => c.id === choice) }))
         .filter((s) => s.spec !== undefined && s.spec.bot !== "")
         .map((s) => ({ seat: s.seat, bot: s.spec?.bot ?? "", budgetMs: s.spec?.budgetMs ?? 0 }));
-      const game = await api(apiKey).createGame({ preset, players, rounds, botSeats });
+      // Only people wait for each other: a table of you and bots has no clock.
+      const clock = withPeople ? clockSettings(clockSeconds) : undefined;
+      const game = await api(apiKey).createGame({ preset, players, rounds, botSeats, ...(clock ? { clock } : {}) });
       for (const s of game.seats) if (s.seat === 0) saveToken(game.gameId, s.token);
       if (game.seats.length <= 1) navigate({ name: "table", gameId: game.gameId });
       else setCreated(game);
@@ -183,6 +201,25 @@ export function Lobby(): JSX.Element {
             ))}
           </select>
         </label>
+        {withPeople && (
+          <label>
+            {t("clock")}
+            <select
+              value={clockSeconds}
+              onChange={(e) => setClockSeconds(Number((e.target as HTMLSelectElement).value))}
+              data-testid="clock"
+            >
+              {CLOCK_CHOICES.map((n) => (
+                <option key={n} value={n}>
+                  {n === 0 ? t("clockOff") : t("clockSeconds", n)}
+                </option>
+              ))}
+            </select>
+            <span class="hint preset-text" data-testid="clock-text">
+              {clockSeconds > 0 ? t("clockHint", BANK_MS / 1000) : ""}
+            </span>
+          </label>
+        )}
         <details open={advancedOpen} onToggle={(e) => setAdvancedOpen((e.target as HTMLDetailsElement).open)} data-testid="advanced">
           <summary>{t("advanced")}</summary>
           <label>

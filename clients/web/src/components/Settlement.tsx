@@ -7,6 +7,7 @@ import { GoScoring, type GameView, type Settlement } from "../api";
 import type { SeatName } from "../events";
 import { lang, t, term } from "../i18n";
 import { categoryDetail, notApplied, reason } from "../settlement-text";
+import { Countdown } from "./Clock";
 
 const CATS = ["gwang", "yeol", "godori", "tti", "hongdan", "cheongdan", "chodan", "pi", "sseul"] as const;
 
@@ -210,10 +211,13 @@ export function SettlementView({
               </a>
             </>
           ) : canDeal ? (
-            <button class="choice primary" data-testid="next-round" disabled={busy} onClick={onNext}>
-              <span class="key">1</span>
-              {t("nextRound")}
-            </button>
+            <>
+              <button class="choice primary" data-testid="next-round" disabled={busy} onClick={onNext}>
+                <span class="key">1</span>
+                {t("nextRound")}
+              </button>
+              <Countdown clock={view.clock} seat={view.viewer} mine testid="next-round-clock" />
+            </>
           ) : null}
         </div>
       </section>

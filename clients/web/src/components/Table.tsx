@@ -1,6 +1,8 @@
 // The table: the other seats (hands face down with their counts, captured piles by kind, base
 // scores), the floor grouped by month, the stock, the viewer's piles and hand, the decision the
-// round waits for, the last action and the log, and the settlement once the round is over.
+// round waits for, the last action and the log, and the settlement once the round is over; on a
+// table with a turn clock, the countdown of the decision in progress, the away and auto-play
+// badges and the viewer's auto-play switch.
 import type { JSX } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 
@@ -11,6 +13,7 @@ import { lang, setLang, t } from "../i18n";
 import { navigate, spectatorLink } from "../session";
 import { Table as TableModel, type LoggedEvent, type TableState } from "../table";
 import { Card } from "./Card";
+import { AutoPlaySwitch, ClockBadges, Countdown } from "./Clock";
 import { Decision, choicesFor, type Choice } from "./Decision";
 import { SettlementView } from "./Settlement";
 
@@ -114,6 +117,8 @@ function Opponent({ seat, view, name, recent }: { seat: SeatView; view: GameView
         <strong>{name}</strong>
         {view.dealer === seat.seat && <span class="badge dealer">{t("dealer")}</span>}
         {!seat.active && <span class="badge">{t("sittingOut")}</span>}
+        <ClockBadges seat={seat} />
+        <Countdown clock={view.clock} seat={seat.seat} />
         <ScoreBadge seat={seat} view={view} />
         <div class="backs" aria-label={`${name}: ${seat.handSize} ${t("cards")}`}>
           {seat.hand.map((c) => (
@@ -417,6 +422,7 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
         <span class={`turn ${view.toMove === view.viewer && !over ? "mine" : ""}`} data-testid="status">
           {status}
         </span>
+        {view.viewer >= 0 && <Countdown clock={view.clock} seat={view.viewer} mine />}
         <span class={`conn conn-${state.connection}`} data-testid="connection">
           {t(state.connection === "ended" ? "live" : state.connection)}
         </span>
@@ -426,6 +432,9 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
           </button>
         )}
         <span class="bar-end">
+          {view.clock && me && !match?.finished && (
+            <AutoPlaySwitch on={me.autoPlay} disabled={state.busy} onToggle={(on) => void model.setAutoPlay(on)} />
+          )}
           <ShareButton link={spectatorLink(gameId)} />
           <button class="link log-toggle" data-testid="log-toggle" aria-expanded={logOpen} onClick={() => setLogOpen((o) => !o)}>
             {t("log")}
@@ -449,6 +458,7 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
                 <header>
                   <strong>{namer(me.seat)}</strong>
                   {view.dealer === me.seat && <span class="badge dealer">{t("dealer")}</span>}
+                  <ClockBadges seat={me} />
                   <ScoreBadge seat={me} view={view} />
                 </header>
                 <Piles seat={me} converted={view.gukjin === "converted"} />
