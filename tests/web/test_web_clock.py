@@ -1,7 +1,8 @@
 """The turn clock on the web table (docs/clock.md, docs/web.md "The clock"), in a real browser
 against ``gostop serve`` on the memory store, whose in-process bot worker plays the deadlines.
 
-- A 2 s clock without a bank: the page counts the seat's decision down; when the person lets it
+- A 2 s clock without a bank: the page counts the seat's decision down (with a bank, the bank's
+  seconds apart once the decision time is spent); when the person lets it
   run out the table's bot plays for the seat and the log says so (시간 초과, 자동치기); after two
   timeouts in a row the seat is away (a badge, a log line), and the person's own move brings it
   back.
@@ -226,7 +227,7 @@ def test_a_timed_out_decision_is_played_for_the_seat_then_it_is_away_until_the_p
         clock = page.locator("[data-testid=my-clock]")
         left = int(clock.get_attribute("data-left-ms") or "-1")
         assert 0 <= left <= 2000, left
-        assert re.fullmatch(r"[12]초", clock.inner_text().strip()), clock.inner_text()
+        assert re.fullmatch(r"[0-2]초", clock.inner_text().strip()), clock.inner_text()
         assert clock.get_attribute("data-in-bank") == "0"
         shot(page, "clock-countdown.png")
 
@@ -262,6 +263,27 @@ def test_a_timed_out_decision_is_played_for_the_seat_then_it_is_away_until_the_p
         assert not view.seats[0].away and view.seats[0].timeouts == 0
         assert other.moves > 0
         assert errors == []
+    finally:
+        other.stop()
+        context.close()
+
+
+@needs_page
+def test_the_bank_counts_down_apart_once_the_decision_time_is_spent(browser: Browser, server: WebServer) -> None:
+    game = create_clocked(server, clocked(decision_ms=1000, bank_ms=3000))
+    other = OtherPerson(server, game)
+    other.start()
+    context, page = open_seat(browser, server, game, "ko-KR")
+    try:
+        wait_my_decision(page)
+        bank = page.locator("[data-testid=my-clock][data-in-bank='1']")
+        bank.wait_for(timeout=WAIT_MS)
+        assert re.fullmatch(r"추가 시간 [0-3]초", bank.inner_text().strip()), bank.inner_text()
+        assert int(bank.get_attribute("data-left-ms") or "-1") <= 3000
+        shot(page, "clock-bank.png")
+        # The bank ran out too: the table's bot played, and the seat has no bank left this round.
+        log_line(page, "시간 초과, 자동치기 (greedy)").first.wait_for(timeout=WAIT_MS)
+        assert seat_view(server, game).seats[0].bank_ms == 0
     finally:
         other.stop()
         context.close()
