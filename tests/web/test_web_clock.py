@@ -5,7 +5,7 @@ against ``gostop serve`` on the memory store, whose in-process bot worker plays 
   seconds apart once the decision time is spent); when the person lets it
   run out the table's bot plays for the seat and the log says so (시간 초과, 자동치기); after two
   timeouts in a row the seat is away (a badge, a log line), and the person's own move brings it
-  back.
+  back. A spectator sees the badge and the countdowns, and no switch.
 - Auto-play (자동치기): the switch turns it on (the seat's decisions are then made after the
   clock's pause, and the log says so), and off again; the switch follows the seat's state in the
   streamed views.
@@ -245,6 +245,13 @@ def test_a_timed_out_decision_is_played_for_the_seat_then_it_is_away_until_the_p
         # An away seat's decision waits only the clock's pause (2.5 s here).
         assert int(page.locator("[data-testid=my-clock]").get_attribute("data-left-ms") or "-1") <= 2500
         shot(page, "clock-away.png")
+        # A spectator sees the badge, and every seat's countdown in its header; no switch.
+        spectator = context.new_page()
+        spectator.goto(f"{server.url}#/g/{game.game_id}")
+        spectator.wait_for_selector("[data-testid=table][data-viewer='-1'] [data-testid=away-0]", timeout=WAIT_MS)
+        spectator.wait_for_selector("[data-testid=clock-0], [data-testid=clock-1]", timeout=WAIT_MS)
+        assert spectator.locator("[data-testid=auto-play]").count() == 0
+        spectator.close()
         assert_one_screen(page, "away")
 
         # The person plays: the seat is back.
