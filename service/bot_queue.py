@@ -23,6 +23,12 @@ The push follows the commit; it is not part of the commit's transaction (in Clus
 keys and the shard's stream live in different slots). A push that fails is retried in the
 background; what no retry could push (the process died between its commit and the push) is
 pushed again by the next read of that game (``Games`` nudges a bot turn older than the claim time).
+
+Turns may also be scheduled for later (``schedule``: a turn clock's deadline, docs/clock.md). A
+scheduled turn waits apart from the ready turns — a heap in memory, a sorted set per shard in Redis
+(``gostop:clock:{s<N>}``, in the same Cluster slot as the shard's stream) — until ``pump`` moves it,
+once due, into the ready queue, from where it is an ordinary turn. Every bot worker pumps; with
+Redis one script per shard moves each due turn exactly once, however many workers pump at once.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import hashlib
+import heapq
+import json
 import time
 import zlib
 from collections.abc import Sequence
@@ -71,6 +80,13 @@ class BotTurn:
         if turn.kind not in ("act", "next_round") or turn.version < 1 or not 0 <= turn.seat < 8:
             raise ValueError(f"malformed bot turn {f!r}")
         return turn
+
+    def identity(self) -> str:
+        """The turn without ``queued_ms``, deterministically encoded: equal for two schedules of
+        one turn (the member of a Redis clock's sorted set)."""
+        fields = self.fields()
+        del fields["at"]
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"))
 
 
 RESERVED_PREFIX = "bot."
@@ -144,6 +160,23 @@ class BotQueue(Protocol):
         ...
 
     async def backlog(self) -> Backlog:
+        """The ready and taken turns (scheduled turns not yet due are not counted: ``scheduled``)."""
+        ...
+
+    async def schedule(self, turn: BotTurn, due_ms: int) -> None:
+        """Deliver ``turn`` as an ordinary turn no earlier than ``due_ms`` (Unix ms, ``now_ms``), with
+        ``queued_ms`` set to ``due_ms``. A turn scheduled again while still scheduled (the same turn
+        but for ``queued_ms``) is delivered once, at the earlier due time. ``StoreUnavailable`` if it
+        could not be scheduled."""
+        ...
+
+    async def pump(self, now: int | None = None) -> int:
+        """Move every scheduled turn due at ``now`` (default ``now_ms()``) into the ready queue; how
+        many moved."""
+        ...
+
+    async def scheduled(self) -> int:
+        """How many turns are scheduled and not yet moved."""
         ...
 
     async def close(self) -> None:
@@ -152,7 +185,8 @@ class BotQueue(Protocol):
 
 class MemoryBotQueue:
     """The queue in this process (the memory store's companion): a turn taken and not acknowledged
-    within ``claim_idle_ms`` is delivered again."""
+    within ``claim_idle_ms`` is delivered again. Scheduled turns wait in a heap; ``take`` pumps
+    them itself and wakes at the earliest due time, so no one else need pump."""
 
     name = "memory"
 
@@ -162,15 +196,55 @@ class MemoryBotQueue:
         self._seq = 0
         self._claim_idle = claim_idle_ms / 1000
         self._wakeup = asyncio.Event()
+        self._heap: list[tuple[int, int, BotTurn]] = []
+        """(due_ms, seq, turn); an entry no longer in ``_due`` with that (due, seq) is stale."""
+        self._due: dict[BotTurn, tuple[int, int]] = {}
+        """Each scheduled turn (``queued_ms`` 0) -> its current (due_ms, seq)."""
 
     async def push(self, turn: BotTurn) -> None:
         self._seq += 1
         self._ready.append((str(self._seq), turn))
         self._wakeup.set()
 
+    async def schedule(self, turn: BotTurn, due_ms: int) -> None:
+        key = _unqueued(turn)
+        current = self._due.get(key)
+        if current is not None and current[0] <= due_ms:
+            return
+        self._seq += 1
+        self._due[key] = (due_ms, self._seq)
+        heapq.heappush(self._heap, (due_ms, self._seq, key))
+        self._wakeup.set()  # a blocked take recomputes when to wake
+
+    async def pump(self, now: int | None = None) -> int:
+        now = now_ms() if now is None else now
+        moved = 0
+        while self._heap and self._heap[0][0] <= now:
+            due, seq, key = heapq.heappop(self._heap)
+            if self._due.get(key) != (due, seq):
+                continue  # superseded by an earlier schedule of the same turn
+            del self._due[key]
+            self._seq += 1
+            self._ready.append((str(self._seq), BotTurn(key.game_id, key.version, key.seat, key.bot,
+                                                        key.budget_ms, key.kind, due)))
+            moved += 1
+        if moved:
+            self._wakeup.set()
+        return moved
+
+    async def scheduled(self) -> int:
+        return len(self._due)
+
+    def _next_due_in(self) -> float | None:
+        """Seconds until the earliest scheduled turn is due (0 if it is), None if none is scheduled."""
+        while self._heap and self._due.get(self._heap[0][2]) != self._heap[0][:2]:
+            heapq.heappop(self._heap)
+        return max(0.0, (self._heap[0][0] - now_ms()) / 1000) if self._heap else None
+
     async def take(self, consumer: str, count: int, block_ms: int) -> list[Taken]:
         deadline = time.monotonic() + block_ms / 1000
         while True:
+            await self.pump()
             now = time.monotonic()
             out: list[Taken] = []
             for ref, (since, turn) in list(self._taken.items()):
@@ -184,8 +258,12 @@ class MemoryBotQueue:
             if out or now >= deadline:
                 return out
             self._wakeup.clear()
+            wait = min(deadline - now, self._claim_idle)
+            due_in = self._next_due_in()
+            if due_in is not None:
+                wait = min(wait, due_in + 0.001)  # wall ms round down: wake just past the due time
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout=min(deadline - now, self._claim_idle))
+                await asyncio.wait_for(self._wakeup.wait(), timeout=wait)
 
     async def ack(self, taken: Sequence[Taken]) -> None:
         for item in taken:
@@ -201,11 +279,41 @@ class MemoryBotQueue:
         self._wakeup.set()
 
 
+def _unqueued(turn: BotTurn) -> BotTurn:
+    """``turn`` with ``queued_ms`` 0: what identifies a scheduled turn."""
+    return BotTurn(turn.game_id, turn.version, turn.seat, turn.bot, turn.budget_ms, turn.kind)
+
+
 GROUP = "gostop-bot-workers"
 CLUSTER_BLOCK_MS = 50
 """A blocking read's length on one shard of a Cluster (the reads go round the shards)."""
 MAX_STREAM = 1_000_000
 """Approximate cap of one shard's stream (MAXLEN ~): a bound on a backlog nobody works off."""
+
+
+PUMP_BATCH = 200
+"""Scheduled turns one pump script moves at most (a shard with more runs it again)."""
+PUMP_LUA = """
+-- KEYS: a shard's clock (sorted set: member a turn's identity, score its due ms), the shard's
+-- stream. ARGV: now_ms, batch, maxlen. Moves up to batch turns due at now_ms into the stream (their
+-- "at" is their due time); returns how many moved. A member that is not a turn is dropped.
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+local moved = 0
+for i = 1, #due, 2 do
+  local ok, f = pcall(cjson.decode, due[i])
+  if ok and type(f) == 'table' and type(f.game) == 'string' and type(f.version) == 'string'
+      and type(f.seat) == 'string' and type(f.bot) == 'string' and type(f.budget) == 'string'
+      and type(f.kind) == 'string' then
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'game', f.game, 'version', f.version,
+      'seat', f.seat, 'bot', f.bot, 'budget', f.budget, 'kind', f.kind,
+      'at', string.format('%d', tonumber(due[i + 1])))
+    moved = moved + 1
+  end
+  redis.call('ZREM', KEYS[1], due[i])
+end
+return moved
+"""
+PUMP_SHA = hashlib.sha1(PUMP_LUA.encode()).hexdigest()
 
 
 def shard_of(game_id: str, shards: int) -> int:
@@ -214,10 +322,12 @@ def shard_of(game_id: str, shards: int) -> int:
 
 
 class RedisBotQueue:
-    """Turns in Redis streams, one per shard, read by the consumer group ``gostop-bot-workers``.
+    """Turns in Redis streams, one per shard, read by the consumer group ``gostop-bot-workers``;
+    scheduled turns in a sorted set per shard (``clock_keys``), moved by ``pump``.
 
     ``execute(*command, idempotent=..., blocking=...)`` runs one Redis command with the store's
-    error mapping (``RedisStore.execute``)."""
+    error mapping (``RedisStore.execute``): the pump script goes through it too (EVALSHA, then EVAL
+    when the server does not know the script), routed in Cluster by its keys."""
 
     name = "redis"
 
@@ -226,6 +336,8 @@ class RedisBotQueue:
             raise ValueError("shards must be at least 1")
         self._store = store
         self.keys = [f"{prefix}:bots:{{s{i}}}" for i in range(shards)]
+        self.clock_keys = [f"{prefix}:clock:{{s{i}}}" for i in range(shards)]
+        """Each shard's scheduled turns: the same hash tag as its stream (one Cluster slot)."""
         self._claim_idle_ms = claim_idle_ms
         self._grouped = False
         self._next = 0
@@ -252,6 +364,39 @@ class RedisBotQueue:
         for k, v in turn.fields().items():
             args += [k, v]
         await self._store.execute("XADD", key, "MAXLEN", "~", str(MAX_STREAM), "*", *args, idempotent=False)
+
+    async def schedule(self, turn: BotTurn, due_ms: int) -> None:
+        key = self.clock_keys[shard_of(turn.game_id, len(self.keys))]
+        # LT: a turn scheduled again keeps the earlier due time. Idempotent: the same ZADD twice is one.
+        await self._store.execute("ZADD", key, "LT", str(due_ms), turn.identity(), idempotent=True)
+
+    async def pump(self, now: int | None = None) -> int:
+        now = now_ms() if now is None else now
+        moved = 0
+        for clock, stream in zip(self.clock_keys, self.keys, strict=True):
+            while True:
+                batch = await self._pump_shard(clock, stream, now)
+                moved += batch
+                if batch < PUMP_BATCH:
+                    break
+        return moved
+
+    async def _pump_shard(self, clock: str, stream: str, now: int) -> int:
+        """One run of the pump script on one shard. Running it again after a lost reply is safe (it
+        moves only what is still scheduled), so it is retried like a read."""
+        args = ("2", clock, stream, str(now), str(PUMP_BATCH), str(MAX_STREAM))
+        try:
+            return int(await self._store.execute("EVALSHA", PUMP_SHA, *args, idempotent=True))
+        except StoreUnavailable as exc:
+            if not any(sign in str(exc) for sign in ("NOSCRIPT", "NoScriptError")):  # as a reply, or redis-py's
+                raise
+        return int(await self._store.execute("EVAL", PUMP_LUA, *args, idempotent=True))
+
+    async def scheduled(self) -> int:
+        total = 0
+        for key in self.clock_keys:
+            total += int(await self._store.execute("ZCARD", key, idempotent=True) or 0)
+        return total
 
     async def take(self, consumer: str, count: int, block_ms: int) -> list[Taken]:
         await self._groups()

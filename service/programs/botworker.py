@@ -13,6 +13,12 @@ action if even that fails), and counted by outcome, so a game never stalls on a 
 bot's search is bounded by the seat's budget whatever its options ask, and a bot past its deadline
 is told to stop (``cancel()``), so no decision keeps a core busy after it was given up.
 
+A worker also pumps the queue (``BotQueue.pump``, every ``pump_ms``): it moves scheduled turns
+that fell due — a turn clock's deadlines (docs/clock.md) — into the ready queue. A deadline's turn
+acts for a person's seat; the service refuses it before the deadline by its own clock
+(``NOT_A_BOT_SEAT`` with ``deadline_ms``), and a worker whose clock runs a little ahead waits until
+then and tries once more (``TurnEarly``).
+
 ``gostop bots serve`` runs a worker against a Redis-backed deployment; ``gostop serve`` on the
 memory store runs one inside the server (``InProcessWorker``), so a person can play against bot
 seats through any client with nothing else running.
@@ -43,7 +49,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from gostop.bots import BotSpecError, GreedyBot, make_bot, parse_spec
 from gostop.bots.schedule import derive_seed
 from gostop.engine import Action, action_id
-from gostop.service.bot_queue import BotQueue, BotTurn, Taken, bot_request_id
+from gostop.service.bot_queue import BotQueue, BotTurn, Taken, bot_request_id, now_ms
 from gostop.service.bot_seats import BUILTIN_BOTS, MCTS_OPTIONS
 from gostop.v1 import game_pb2 as pb
 from gostop.wire.convert import view_from_pb
@@ -71,6 +77,35 @@ class TurnRefused(Exception):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(f"{reason}: {message}" if reason else message)
         self.reason = reason
+
+
+class TurnEarly(Exception):
+    """The service refused the turn as not yet due (a turn clock's deadline, ``NOT_A_BOT_SEAT``):
+    it is due at ``deadline_ms`` (Unix ms, the service's clock)."""
+
+    def __init__(self, deadline_ms: int) -> None:
+        super().__init__(f"the turn is not due before {deadline_ms} (Unix ms)")
+        self.deadline_ms = deadline_ms
+
+
+EARLY_WAIT_MS = 10_000
+"""How far ahead a deadline the service names may be for a worker to wait for it and try again."""
+EARLY_MARGIN_MS = 5
+"""How long past the deadline the worker tries again."""
+EARLY_REASON = "NOT_A_BOT_SEAT"
+PUMP_LOG_EVERY = 10.0
+"""Seconds between two logs of a failing pump (it runs every few milliseconds)."""
+
+
+def early_deadline(code_name: str, reason: str, metadata: dict[str, str]) -> int | None:
+    """The deadline of a refusal that says the turn is not due yet (``PERMISSION_DENIED``,
+    ``NOT_A_BOT_SEAT``, with ``deadline_ms``), else None."""
+    if code_name != "PERMISSION_DENIED" or reason != EARLY_REASON:
+        return None
+    try:
+        return int(metadata["deadline_ms"])
+    except (KeyError, ValueError):
+        return None
 
 
 REQUEST_ID_REFUSALS = ("REQUEST_ID_REUSED", "REQUEST_ID_RESERVED")
@@ -293,9 +328,12 @@ class BotWorker:
     """Takes bot turns from ``queue`` and plays them through ``api``, ``concurrency`` at a time."""
 
     def __init__(self, queue: BotQueue, api: BotApi, decider: Decider, *, registry: CollectorRegistry,
-                 consumer: str | None = None, concurrency: int = 1, backlog_every: float = 5.0) -> None:
+                 consumer: str | None = None, concurrency: int = 1, backlog_every: float = 5.0,
+                 pump_ms: int = 50) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if pump_ms < 1:
+            raise ValueError("pump_ms must be at least 1")
         self.queue = queue
         self.api = api
         self.decider = decider
@@ -303,13 +341,17 @@ class BotWorker:
         self.consumer = consumer or f"{socket.gethostname()}-{os.getpid()}"
         self.concurrency = concurrency
         self.backlog_every = backlog_every
+        self.pump_ms = pump_ms
+        self.pumped = 0
+        """Scheduled turns this worker moved into the ready queue."""
         self.handled = 0
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         self._stopping.clear()
-        self._tasks = [asyncio.ensure_future(self._loop()), asyncio.ensure_future(self._watch_backlog())]
+        self._tasks = [asyncio.ensure_future(self._loop()), asyncio.ensure_future(self._watch_backlog()),
+                       asyncio.ensure_future(self._pump())]
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -352,6 +394,24 @@ class BotWorker:
                 self.metrics.oldest.set(backlog.oldest_seconds)
             await asyncio.sleep(self.backlog_every)
 
+    async def _pump(self) -> None:
+        """Move due scheduled turns into the ready queue every ``pump_ms``. A failing queue is
+        logged at most every ``PUMP_LOG_EVERY`` seconds (with how many failures were not)."""
+        logged_at, unlogged = -math.inf, 0
+        while not self._stopping.is_set():  # (a client library may swallow the cancellation of a stop)
+            try:
+                self.pumped += await self.queue.pump()
+            except Exception as exc:  # the queue's store is down: try again at the next beat
+                if self._stopping.is_set():
+                    return
+                now = time.monotonic()
+                if now - logged_at >= PUMP_LOG_EVERY:
+                    log.warning("bot queue pump failed", error=str(exc)[:300], failures_not_logged=unlogged)
+                    logged_at, unlogged = now, 0
+                else:
+                    unlogged += 1
+            await asyncio.sleep(self.pump_ms / 1000)
+
     async def _handle(self, taken: Taken) -> None:
         turn = taken.turn
         if turn is None:
@@ -377,7 +437,22 @@ class BotWorker:
             await self.queue.ack([taken])
 
     async def play(self, turn: BotTurn) -> None:
-        """Decide and submit one turn (``TurnGone`` if it is no longer owed)."""
+        """Decide and submit one turn (``TurnGone`` if it is no longer owed). A turn the service
+        finds early (``TurnEarly``: this worker's clock runs ahead of the service's) is tried once
+        more just past its deadline, when that is at most ``EARLY_WAIT_MS`` away; else it fails as
+        any refusal does (left to be claimed again)."""
+        try:
+            await self._play(turn)
+        except TurnEarly as early:
+            wait_ms = early.deadline_ms - now_ms()
+            if wait_ms > EARLY_WAIT_MS:
+                raise
+            log.info("bot turn early, waiting for its deadline", game_id=turn.game_id, seat=turn.seat,
+                     version=turn.version, deadline_ms=early.deadline_ms, wait_ms=wait_ms)
+            await asyncio.sleep(max(0, wait_ms + EARLY_MARGIN_MS) / 1000)
+            await self._play(turn)
+
+    async def _play(self, turn: BotTurn) -> None:
         view = await self.api.get(turn.game_id, turn.seat)
         if view.version != turn.version:
             raise TurnGone()
@@ -444,6 +519,9 @@ class DomainApi:
         try:
             return await call()
         except ServiceError as exc:
+            deadline = early_deadline(exc.code.name, exc.reason, exc.metadata)
+            if deadline is not None:
+                raise TurnEarly(deadline) from None
             if exc.code in (Code.NOT_FOUND, Code.ABORTED, Code.FAILED_PRECONDITION):
                 raise TurnGone(str(exc)) from None
             if exc.code is Code.UNAVAILABLE:
@@ -498,6 +576,9 @@ class ClientApi:
         except Unavailable as exc:
             raise TurnLater(str(exc)) from None
         except GostopError as exc:
+            deadline = early_deadline(exc.code.name, exc.reason, exc.metadata)
+            if deadline is not None:
+                raise TurnEarly(deadline) from None
             if exc.code == grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise TurnLater(str(exc)) from None
             if exc.code == grpc.StatusCode.INVALID_ARGUMENT:
