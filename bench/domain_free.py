@@ -64,10 +64,12 @@ class DomainFreeGames(Games):
         self, game_id: str, seat: int, expected: int, request_id: str, fingerprint: str, kind: str,
         action: Action | None, step: Callable[[Match], tuple[Match, list[Event]]],
         response: pb.SubmitActionResponse | pb.StartNextRoundResponse, bots: Any = None,
+        worker: bool = False, attempts: int = 3,
     ) -> None:
         first = self._first.get(game_id)
         if first is None or kind != "action":
-            await super()._commit(game_id, seat, expected, request_id, fingerprint, kind, action, step, response, bots)
+            await super()._commit(game_id, seat, expected, request_id, fingerprint, kind, action, step, response, bots,
+                                  worker, attempts)
             entry = self._recording.last.pop(game_id, None)
             reached = self.repository.cache.get(game_id)  # the state that commit reached, with its plays
             if kind == "action" and entry is not None and reached is not None and reached[2] is not None:
@@ -78,7 +80,7 @@ class DomainFreeGames(Games):
         blob, entry, answer = first
         digest = compact.digest(fingerprint)
         repo = self.repository
-        version, match, plays, _ = await repo.load(game_id, expected)
+        version, match, plays, *_ = await repo.load(game_id, expected)
         if version != expected:
             if await self._replay(game_id, request_id, digest, response.result):
                 return

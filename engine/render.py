@@ -21,11 +21,13 @@ from .actions import (
     SellGwang,
     SitOut,
     Stop,
+    action_from_id,
 )
 from .cards import CODE, HIDDEN, MONTH, NAME, card_code, month_name
 from .scoring import Score
 from .settlement import Settlement
 from .state import State
+from .table_events import AutoPlaySet, PlayedForSeat, SeatAway, TableEvent
 from .views import SPECTATOR, view
 
 
@@ -164,6 +166,14 @@ _SENTENCES: Final[Mapping[str, str | tuple[str, str]]] = {
     ),
     "instant_loss": "{seat} loses at once: {reason}",
     "nagari": ("나가리 ({reason})", "나가리: {reason}"),
+    "played_for": ("{seat} {why}: {policy} decides ({action})", "{seat} {why}: the table's {policy} bot decides"),
+    "why_timeout": "timed out",
+    "why_away": "is away",
+    "why_auto_play": "is on auto-play",
+    "went_away": "{seat} is away",
+    "came_back": "{seat} is back",
+    "auto_on": "{seat} turns auto-play on",
+    "auto_off": "{seat} turns auto-play off",
 }
 """The sentence of each event and of its optional parts: one for both voices, or the two side by side."""
 
@@ -178,10 +188,18 @@ def _if(voice: Voice, key: str, present: object) -> str:
     return _say(voice, key) if present else ""
 
 
-def event_line(e: ev.Event, voice: Voice | None = None) -> str:
+def event_line(e: ev.Event | TableEvent, voice: Voice | None = None) -> str:
     """One line describing an event, in ``voice`` (the transcript's by default)."""
     v = TRANSCRIPT if voice is None else voice
     seat = v.seat
+    if isinstance(e, PlayedForSeat):
+        action = action_label(action_from_id(e.action)) if e.action >= 0 else "next round"
+        return _say(v, "played_for", seat=seat(e.seat), why=_say(v, f"why_{e.cause}"), policy=e.policy,
+                    action=action)
+    if isinstance(e, SeatAway):
+        return _say(v, "went_away" if e.away else "came_back", seat=seat(e.seat))
+    if isinstance(e, AutoPlaySet):
+        return _say(v, "auto_on" if e.on else "auto_off", seat=seat(e.seat))
     if isinstance(e, ev.Dealt):
         hands = " | ".join(f"{seat(i)}: {v.cards(h)}" for i, h in enumerate(e.hands))
         return _say(v, "dealt", dealer=seat(e.dealer), carry=_if(v, "carry", e.carry), hands=hands,

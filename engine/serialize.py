@@ -23,6 +23,7 @@ from .rules import Rules
 from .scoring import Score
 from .settlement import Bill, Factor, Payment, Settlement
 from .state import Phase, PlayRecord, SeatState, State, TurnContext
+from .table_events import TABLE_EVENT_TYPES
 
 FORMAT_VERSION: Final = 1
 """Bumped whenever the encoding of a state changes incompatibly."""
@@ -31,7 +32,7 @@ _TYPES: Final[dict[str, type]] = {
     t.__name__: t
     for t in (
         Match, RoundResult, State, SeatState, TurnContext, PlayRecord, Score, Settlement, Bill, Factor, Payment,
-        *ev.EVENT_TYPES,
+        *ev.EVENT_TYPES, *TABLE_EVENT_TYPES,
     )
 }
 

@@ -48,22 +48,22 @@ class BotSeatSpec:
         return pb.BotSeat(seat=self.seat, bot=self.bot, budget_ms=self.budget_ms)
 
 
-def _refused(reason: str, message: str, **metadata: str) -> ServiceError:
-    return invalid(reason, message, field="bot_seats", **metadata)
+def _refused(reason: str, message: str, field: str = "bot_seats", **metadata: str) -> ServiceError:
+    return invalid(reason, message, field=field, **metadata)
 
 
-def _target_and_options(spec: str) -> tuple[str, str]:
+def _target_and_options(spec: str, field: str = "bot_seats") -> tuple[str, str]:
     """The bot a spec names and its options text (``''`` for none), as ``gostop.bots`` splits them:
     the ``:``-separated parts without ``=`` name the bot, the part with ``=`` holds the options."""
     parts = spec.split(":")
     named = [p for p in parts if "=" not in p]
     options = [p for p in parts if "=" in p]
     if len(options) > 1 or (options and parts[-1] != options[0]):
-        raise _refused("BAD_BOT_SPEC", f"bot {spec!r}: options come last, once: name:key=value,...")
+        raise _refused("BAD_BOT_SPEC", f"bot {spec!r}: options come last, once: name:key=value,...", field)
     if not named or not all(named):
-        raise _refused("BAD_BOT_SPEC", f"bot {spec!r}: no bot named")
+        raise _refused("BAD_BOT_SPEC", f"bot {spec!r}: no bot named", field)
     if options and not _OPTIONS.fullmatch(options[0]):
-        raise _refused("BAD_BOT_SPEC", f"bot {spec!r}: options are key=value,... (letters, digits, _ . + -)")
+        raise _refused("BAD_BOT_SPEC", f"bot {spec!r}: options are key=value,... (letters, digits, _ . + -)", field)
     return ":".join(named), options[0] if options else ""
 
 
@@ -147,11 +147,11 @@ def option_value(text: str) -> bool | int | float | str:
         return text
 
 
-def check_bot_options(spec: str, budget_ms: int) -> None:
+def check_bot_options(spec: str, budget_ms: int, field: str = "bot_seats") -> None:
     """Refuse (``INVALID_ARGUMENT``) a built-in bot's options that it does not read, that are given
     twice or out of range (``BAD_BOT_OPTION``), or that ask for more time than the seat's budget
     (``BOT_OPTION_OVER_BUDGET``). A plugin's options are the plugin's to read."""
-    target, text = _target_and_options(spec)
+    target, text = _target_and_options(spec, field)
     allowed = BOT_OPTIONS.get(target)
     if allowed is None or not text:
         return
@@ -163,23 +163,23 @@ def check_bot_options(spec: str, budget_ms: int) -> None:
             takes = f"it takes {', '.join(allowed)}" if allowed else "it takes none"
             raise _refused("BAD_BOT_OPTION", f"bot {spec!r}: {target} has no option {key!r} ({takes})", bot=spec)
         if key in seen:
-            raise _refused("BAD_BOT_OPTION", f"bot {spec!r}: option {key!r} is given twice", bot=spec)
+            raise _refused("BAD_BOT_OPTION", f"bot {spec!r}: option {key!r} is given twice", field, bot=spec)
         seen.add(key)
         value = option_value(raw)
         if not option.fits(value):
             raise _refused("BAD_BOT_OPTION", f"bot {spec!r}: {key} must be {option.describe()}, not {raw!r}",
-                           bot=spec)
+                           field, bot=spec)
         if option.budgeted and isinstance(value, (int, float)) and value > budget_ms:
             raise _refused("BOT_OPTION_OVER_BUDGET", f"bot {spec!r}: {key}={raw} is more than the seat's budget of "
                            f"{budget_ms} ms per decision (lower it, or raise budget_ms up to this server's maximum)",
-                           bot=spec, budget_ms=str(budget_ms))
+                           field, bot=spec, budget_ms=str(budget_ms))
 
 
-def check_bot_spec(spec: str, config: Config) -> None:
-    """Refuse (``INVALID_ARGUMENT``) a bot this server's settings do not offer."""
+def check_bot_spec(spec: str, config: Config, field: str = "bot_seats") -> None:
+    """Refuse (``INVALID_ARGUMENT``, naming ``field``) a bot this server's settings do not offer."""
     if not spec or len(spec) > MAX_BOT_SPEC or not spec.isascii() or not spec.isprintable() or " " in spec:
-        raise _refused("BAD_BOT_SPEC", f"a bot is 1-{MAX_BOT_SPEC} printable ASCII characters without spaces")
-    target, options = _target_and_options(spec)
+        raise _refused("BAD_BOT_SPEC", f"a bot is 1-{MAX_BOT_SPEC} printable ASCII characters without spaces", field)
+    target, options = _target_and_options(spec, field)
     if target in BUILTIN_BOTS:
         return
     if target.startswith("remote:"):
@@ -187,16 +187,16 @@ def check_bot_spec(spec: str, config: Config) -> None:
         remotes = config.remote_bot_addresses()
         if name in remotes:
             if options:
-                raise _refused("BAD_BOT_SPEC", f"remote bot {name!r} takes no options here")
+                raise _refused("BAD_BOT_SPEC", f"remote bot {name!r} takes no options here", field)
             return
         known = ", ".join(sorted(remotes)) or "none"
         raise _refused("UNKNOWN_BOT", f"no remote bot {name!r} on this server (the operator names them; "
-                       f"configured: {known}); a request cannot name an address", bot=spec)
+                       f"configured: {known}); a request cannot name an address", field, bot=spec)
     if target in config.keys("bot_plugins"):
         return
     offered = ", ".join([*BUILTIN_BOTS, *config.keys("bot_plugins"), *(f"remote:{n}" for n in
                                                                         sorted(config.remote_bot_addresses()))])
-    raise _refused("UNKNOWN_BOT", f"bot seats on this server may be {offered}, not {target!r}", bot=spec)
+    raise _refused("UNKNOWN_BOT", f"bots on this server may be {offered}, not {target!r}", field, bot=spec)
 
 
 def parse_bot_seats(seats: Sequence[pb.BotSeat], players: int, config: Config) -> tuple[BotSeatSpec, ...]:

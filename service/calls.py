@@ -186,6 +186,10 @@ async def _start_next_round(games: Games, req: pb.StartNextRoundRequest, call: C
     return await games.start_next_round(req, call.caller(game_id=req.game_id, request_id=req.request_id))
 
 
+async def _set_auto_play(games: Games, req: pb.SetAutoPlayRequest, call: Call) -> pb.SetAutoPlayResponse:
+    return await games.set_auto_play(req, call.caller(game_id=req.game_id, request_id=req.request_id))
+
+
 async def _get_game_log(games: Games, req: pb.GetGameLogRequest, call: Call) -> pb.GetGameLogResponse:
     return await games.log(req, call.caller(game_id=req.game_id))
 
@@ -219,6 +223,7 @@ OPERATIONS = {op.name: op for op in (
     Operation("StartNextRound", pb.StartNextRoundRequest, pb.StartNextRoundResponse, unary=_start_next_round),
     Operation("GetGameLog", pb.GetGameLogRequest, pb.GetGameLogResponse, unary=_get_game_log),
     Operation("WatchGame", pb.WatchGameRequest, pb.WatchGameResponse, stream=_watch_game),
+    Operation("SetAutoPlay", pb.SetAutoPlayRequest, pb.SetAutoPlayResponse, unary=_set_auto_play),
 )}
 """Every method of ``gostop.v1.GameService``, by name."""
 

@@ -32,6 +32,7 @@ from gostop.engine import (
 )
 from gostop.engine.events import Event, RoundSettled
 from gostop.engine.render import action_label
+from gostop.engine.table_events import TABLE_EVENT_TYPES, AutoPlaySet, PlayedForSeat, TableEvent
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
 
@@ -40,6 +41,8 @@ from .auth import Authenticator, Caller, seat_in
 from .bot_queue import BotQueue, check_request_id
 from .bot_seats import bot_seats_to_doc, parse_bot_seats
 from .bot_turns import BotSeats, BotTurns
+from .clock import ClockSettings, Due, Table, now_ms
+from .clocks import Clocks
 from .config import Config
 from .errors import Code, ServiceError, denied, invalid, not_found, precondition, stale, unauthenticated
 from .fairness import FAIR_SCHEME, choose_seed, reveal
@@ -85,6 +88,7 @@ class Games:
         self.repository = Repository(store, config, metrics)
         self.bot_turns = BotTurns(self.repository, config, metrics)
         self.watches = Watches(self.repository, config)
+        self.clocks = Clocks(self.repository, self.bot_turns, config, metrics)
         self._views: OrderedDict[tuple[str, int], tuple[int, pb.GetGameResponse]] = OrderedDict()
         """The last ``GetGame`` answer per (game, viewer), valid while the game is at its version:
         clients that poll a game they wait on get it without rebuilding the view."""
@@ -108,12 +112,13 @@ class Games:
         drain waits only for unary calls. Returns how many streams were open."""
         return self.watches.begin_shutdown()
 
-    async def _caller_seat(self, caller: Caller, game_id: str) -> tuple[int | None, BotSeats | None]:
+    async def _caller_seat(self, caller: Caller, game_id: str, clock_move: bool = False
+                           ) -> tuple[int | None, BotSeats | None]:
         _check_game_id(game_id)
-        return await self.bot_turns.caller_seat(caller, game_id)
+        return await self.bot_turns.caller_seat(caller, game_id, clock_move)
 
-    async def _seat(self, caller: Caller, game_id: str) -> tuple[int, BotSeats | None]:
-        seat, bots = await self._caller_seat(caller, game_id)
+    async def _seat(self, caller: Caller, game_id: str, clock_move: bool = False) -> tuple[int, BotSeats | None]:
+        seat, bots = await self._caller_seat(caller, game_id, clock_move)
         if seat is None:
             raise unauthenticated("this call needs a seat token (authorization: Bearer <token>)")
         return seat, bots
@@ -136,6 +141,9 @@ class Games:
         bots = parse_bot_seats(req.bot_seats, rules.players, self.config)
         if bots and self.bot_queue is None:
             raise precondition("NO_BOT_WORKERS", "this server has no bot queue: bot seats are not available")
+        clock = ClockSettings.from_pb(req.clock, self.config) if req.HasField("clock") else None
+        if clock is not None and self.bot_queue is None:
+            raise precondition("NO_BOT_WORKERS", "this server has no bot queue: a turn clock is not available")
         client_seed = req.seed if req.HasField("seed") else None
         commitment = pb.DealCommitment(scheme=FAIR_SCHEME)
         repo = self.repository
@@ -143,19 +151,24 @@ class Games:
             extra: dict[str, Any] = {"rounds": rounds}
             if bots:
                 extra["bots"] = bot_seats_to_doc(bots)
+            if clock is not None:
+                extra["clock"] = clock.to_doc()
             game_id, seed = choose_seed(caller.operator, deal is not None, client_seed, commitment, extra)
             match, events = new_match(rules, seed, rounds, deal=deal)
             if deal is not None:
                 extra["deal"] = {"hands": [list(h) for h in deal.hands], "floor": list(deal.floor),
                                  "stock": list(deal.stock), "dealer": deal.dealer}
+            table = None if clock is None else Table.new(clock, rules.players, now_ms())
+            if table is not None:
+                extra["t"] = table.to_doc()
             entry = pack_entry(1, "create", -1, None, "", events, match.finished, **extra)
             blob = compact.pack("snap", match_to_bytes(match))
             if await repo.timed("create", self.store.create(game_id, blob, entry, repo.ttl_ms(match))):
                 break
         else:  # pragma: no cover - 96-bit ids do not collide
             raise ServiceError(Code.INTERNAL, "ID_EXHAUSTED", "could not allocate a game id")
-        repo.remember(game_id, 1, match)
-        self.bot_turns.remember(game_id, bots)
+        repo.remember(game_id, 1, match, table=table)
+        self.bot_turns.remember(game_id, bots, clock)
         self.metrics.games_created.labels(rules.name, str(rules.players)).inc()
         self._count_round(match, events)
         out = pb.CreateGameResponse(game_id=game_id, version=1, rules=convert.rules_to_pb(rules),
@@ -165,9 +178,9 @@ class Games:
             if seat not in bot_seat_numbers:
                 out.seats.add(seat=seat, token=self.auth.issue(game_id, seat))
         out.bot_seats.extend(b.to_pb() for b in bots)
-        convert.view_to_pb(view(match.round), match, game_id, 1, out.view)
-        out.view.bot_seats.extend(b.to_pb() for b in bots)
+        self._view(game_id, 1, match, None, out.view, round_plays(match), bots, table)
         await self.bot_turns.push(game_id, 1, match, bots)
+        await self.clocks.schedule(game_id, 1, match, bots, table)
         return out
 
     @staticmethod
@@ -190,16 +203,20 @@ class Games:
         return rules, rounds
 
     async def get(self, req: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
-        seat, bots = await self._caller_seat(caller, req.game_id)
-        version, match, plays, _ = await self.repository.load(req.game_id)
+        seat, bots = await self._caller_seat(caller, req.game_id, clock_move=True)
+        loaded = await self.repository.load(req.game_id)
         if bots is None:
             bots = await self.bot_turns.seats(req.game_id)
-        await self.bot_turns.nudge(req.game_id, version, match, bots)
-        return self._response(req.game_id, seat, Loaded(version, match, plays), bots)
+        table = await self.clocks.table(req.game_id, loaded)
+        if seat is not None:
+            Clocks.forced(table, loaded.match, bots, seat, None, caller.bot_seat is not None)
+        await self.bot_turns.nudge(req.game_id, loaded.version, loaded.match, bots)
+        await self.clocks.nudge(req.game_id, loaded, bots, table)
+        return self._response(req.game_id, seat, loaded._replace(table=table), bots)
 
     def _response(self, game_id: str, seat: int | None, loaded: Loaded, bots: BotSeats) -> pb.GetGameResponse:
-        """``seat``'s view of the game at ``loaded``, built once per seat and version."""
-        version, match, plays, _ = loaded
+        """``seat``'s view of the game at ``loaded`` (its clock resolved), built once per seat and version."""
+        version, match, plays, *_ = loaded
         key = (game_id, -1 if seat is None else seat)
         hit = self._views.get(key)
         if hit is not None and hit[0] == version:
@@ -208,23 +225,25 @@ class Games:
             plays = round_plays(match)
             self.repository.remember(game_id, version, match, plays)
         response = pb.GetGameResponse(version=version)
-        self._view(game_id, version, match, seat, response.view, plays)
-        response.view.bot_seats.extend(b.to_pb() for b in bots)
+        self._view(game_id, version, match, seat, response.view, plays, bots, loaded.table)
         if match.finished:  # a finished match's views are asked for a few times, not kept
             self._views.pop(key, None)
         else:
             bounded_put(self._views, key, (version, response), 2 * self.config.snapshot_cache)
         return response
 
-    def _view(
-        self, game_id: str, version: int, match: Match, seat: int | None, out: pb.GameView, plays: RoundPlays
-    ) -> None:
+    def _view(self, game_id: str, version: int, match: Match, seat: int | None, out: pb.GameView,
+              plays: RoundPlays, bots: BotSeats, table: Table | None) -> None:
+        """``seat``'s view into ``out``: the engine's, the bot seats, and the table's clock."""
         if seat is not None and not 0 <= seat < match.rules.players:
             raise denied("NO_SUCH_SEAT", "the seat token names a seat this game does not have")
         convert.view_to_pb(view(match.round, -1 if seat is None else seat), match, game_id, version, out, plays.view)
+        out.bot_seats.extend(b.to_pb() for b in bots)
+        if table is not None:
+            table.to_pb(match, bots, out)
 
     async def submit(self, req: pb.SubmitActionRequest, caller: Caller) -> pb.SubmitActionResponse:
-        seat, bots = await self._seat(caller, req.game_id)
+        seat, bots = await self._seat(caller, req.game_id, clock_move=True)
         check_request_id(req.request_id, "act", req.expected_version, seat, caller.bot_seat is not None)
         which = req.WhichOneof("action")
         if which == "action_id":
@@ -240,37 +259,43 @@ class Games:
 
         response = pb.SubmitActionResponse()
         await self._commit(req.game_id, seat, req.expected_version, req.request_id, fingerprint, "action",
-                           action, step, response, bots)
+                           action, step, response, bots, caller.bot_seat is not None)
         return response
 
     async def start_next_round(self, req: pb.StartNextRoundRequest, caller: Caller) -> pb.StartNextRoundResponse:
-        seat, bots = await self._seat(caller, req.game_id)
+        seat, bots = await self._seat(caller, req.game_id, clock_move=True)
         check_request_id(req.request_id, "next_round", req.expected_version, seat, caller.bot_seat is not None)
         fingerprint = f"next|{seat}|{req.expected_version}"
         response = pb.StartNextRoundResponse()
         await self._commit(req.game_id, seat, req.expected_version, req.request_id, fingerprint, "next_round",
-                           None, next_round, response, bots)
+                           None, next_round, response, bots, caller.bot_seat is not None)
         return response
 
     async def _commit(
         self, game_id: str, seat: int, expected: int, request_id: str, fingerprint: str, kind: str,
         action: Action | None, step: Callable[[Match], tuple[Match, list[Event]]],
         response: pb.SubmitActionResponse | pb.StartNextRoundResponse, bots: BotSeats | None = None,
+        worker: bool = False, attempts: int = 3,
     ) -> None:
         """Apply ``step`` at version ``expected`` and commit it atomically (idempotent by request id),
         filling ``response.result``. The idempotent answer stored with the commit is ``response``'s
-        bytes: both response messages are ``TurnResult result = 1``, so they share one encoding."""
+        bytes: both response messages are ``TurnResult result = 1``, so they share one encoding.
+        ``worker``: a bot worker acts (for a person's seat only once its decision is due)."""
         result = response.result
         if len(request_id) > MAX_REQUEST_ID:
             raise invalid("REQUEST_ID_TOO_LONG", f"request_id is limited to {MAX_REQUEST_ID} characters")
         digest = compact.digest(fingerprint)
         repo = self.repository
-        version, match, plays, cached = await repo.load(game_id, expected)
-        if version != expected:
+        loaded = await repo.load(game_id, expected)
+        if loaded.version != expected:
             if await self._replay(game_id, request_id, digest, result):
                 return
-            self.metrics.conflicts.inc()
-            raise stale(version, expected)
+            await self._only_table_steps(game_id, seat, loaded.version, expected)
+        version, match, plays, cached, _ = loaded
+        if bots is None:
+            bots = await self.bot_turns.seats(game_id)
+        table = await self.clocks.table(game_id, loaded)
+        forced = Clocks.forced(table, match, bots, seat, "next_round" if action is None else "act", worker)
         if version >= self.config.max_actions_per_game:
             raise precondition("GAME_TOO_LONG", "this game has reached its action limit")
         try:
@@ -282,47 +307,140 @@ class Games:
             # verdict on an old version is no answer, the version conflict is.
             if cached:
                 current = await repo.version(game_id)
-                if current is not None and current != expected:
-                    self.metrics.conflicts.inc()
-                    raise stale(current, expected) from None
+                if current is not None and current != version:
+                    await self._only_table_steps(game_id, seat, current, expected)
             raise
+        at_ms = now_ms()
+        new_table, logged = self._table_after(table, seat, action, forced, events, kind, at_ms)
         new_version = version + 1
         result.version = new_version
-        result.events.extend(convert.event_to_pb(redact(e, seat)) for e in events)
+        result.events.extend(convert.event_to_pb(_redact(e, seat)) for e in logged)
         new_plays = round_plays(new, plays)  # ``new`` is reached from ``match``: its plays extend
-        self._view(game_id, new_version, new, seat, result.view, new_plays)
-        if bots is None:
-            bots = await self.bot_turns.seats(game_id)
-        result.view.bot_seats.extend(b.to_pb() for b in bots)
+        self._view(game_id, new_version, new, seat, result.view, new_plays, bots, new_table)
         for e in events:
             if isinstance(e, RoundSettled):
                 result.settlement.CopyFrom(convert.settlement_to_pb(e.settlement))
-        entry = pack_entry(new_version, kind, seat, action, request_id, events, new.finished)
+        extra = {} if new_table is None else {"t": new_table.to_doc()}
+        entry = pack_entry(new_version, kind, seat, action, request_id, logged, new.finished, **extra)
         blob = None  # the store keeps the last snapshot; a load replays this entry after it
         if repo.snapshot_due(new_version, new):
             blob = compact.pack("snap", match_to_bytes(new, new_plays.json))
         outcome = await repo.timed("commit", self.store.commit(
-            game_id, expected, blob, entry, repo.ttl_ms(new),
+            game_id, version, blob, entry, repo.ttl_ms(new),
             request_id, digest, compact.pack("resp", response.SerializeToString()) if request_id else b"",
         ))
         if isinstance(outcome, Committed):
-            repo.remember(game_id, new_version, new, new_plays)
+            repo.remember(game_id, new_version, new, new_plays, new_table)
             if not new.finished:  # the actor's own stream sends this view next: build it once
                 bounded_put(self._views, (game_id, seat), (new_version, pb.GetGameResponse(
                     version=new_version, view=result.view)), 2 * self.config.snapshot_cache)
             self.metrics.actions.labels(action_kind(action)).inc()
             self._count_round(new, events)
+            if forced is not None and new_table is not None:
+                self.clocks.count(forced, new_table, at_ms)
             await self.bot_turns.push(game_id, new_version, new, bots)
+            await self.clocks.schedule(game_id, new_version, new, bots, new_table)
             return
         repo.forget(game_id)
         if isinstance(outcome, Duplicate):
             self._answer_duplicate(outcome, digest, result)
             return
         if isinstance(outcome, Conflict):
-            self.metrics.conflicts.inc()
-            raise stale(outcome.current_version, expected)
+            await self._only_table_steps(game_id, seat, outcome.current_version, expected)
+            if attempts <= 1:
+                raise stale(outcome.current_version, expected)
+            result.Clear()
+            await self._commit(game_id, seat, expected, request_id, fingerprint, kind, action, step, response,
+                               bots, worker, attempts - 1)
+            return
         assert isinstance(outcome, Missing)
         raise not_found(game_id)
+
+    @staticmethod
+    def _table_after(table: Table | None, seat: int, action: Action | None, forced: Due | None,
+                     events: list[Event], kind: str, at_ms: int) -> tuple[Table | None, list[Event | TableEvent]]:
+        """The table's clock after a step, and the step's events with the table's around them."""
+        if table is None:
+            return None, list(events)
+        new_table, before, after = table.after_step(
+            seat, None if action is None else action_id(action), forced, kind == "next_round", at_ms)
+        return new_table, [*before, *events, *after]
+
+    async def _only_table_steps(self, game_id: str, seat: int, current: int, expected: int) -> None:
+        """Return when every step after ``expected`` up to ``current`` is the table's alone (auto-play
+        turned on or off: the game is as it was at ``expected``); otherwise raise the conflict:
+        ``TURN_TIMED_OUT`` when the clock made ``seat``'s decision first, else ``STALE_VERSION``."""
+        if current < expected or await self.bot_turns.clock(game_id) is None:
+            self.metrics.conflicts.inc()
+            raise stale(current, expected)
+        repo = self.repository
+        entries = await repo.timed("read_log", self.store.read_log(game_id, expected, current - expected))
+        docs = [read_entry(item.entry) for item in entries]
+        if len(docs) == current - expected and all(doc["kind"] == "table" for doc in docs):
+            return
+        self.metrics.conflicts.inc()
+        if docs and any(isinstance(e, PlayedForSeat) and e.seat == seat for e in docs[0]["events"]):
+            raise ServiceError(Code.ABORTED, "TURN_TIMED_OUT",
+                               f"seat {seat}'s time ran out: the table's bot made its decision at version "
+                               f"{expected + 1} first; re-read the game",
+                               {"current_version": str(current), "expected_version": str(expected)})
+        raise stale(current, expected)
+
+    async def set_auto_play(self, req: pb.SetAutoPlayRequest, caller: Caller) -> pb.SetAutoPlayResponse:
+        """Turn auto-play on or off for the caller's seat: a step of the table alone (docs/clock.md)."""
+        if caller.bot_seat is not None:
+            raise denied("SEAT_TOKEN_ONLY", "auto-play is a person's choice: SetAutoPlay needs the seat's token")
+        seat, bots = await self._seat(caller, req.game_id)
+        if len(req.request_id) > MAX_REQUEST_ID:
+            raise invalid("REQUEST_ID_TOO_LONG", f"request_id is limited to {MAX_REQUEST_ID} characters")
+        check_request_id(req.request_id, "auto", 0, seat, False)
+        digest = compact.digest(f"auto|{seat}|{int(req.on)}")
+        for _ in range(5):
+            loaded = await self.repository.load(req.game_id)
+            if bots is None:
+                bots = await self.bot_turns.seats(req.game_id)
+            table = await self.clocks.table(req.game_id, loaded)
+            if table is None:
+                raise precondition("NO_CLOCK", "this game has no turn clock: auto-play needs one (CreateGame's clock)")
+            if table.auto[seat] == req.on or loaded.match.finished:
+                current = self._response(req.game_id, seat, loaded._replace(table=table), bots)
+                return pb.SetAutoPlayResponse(version=current.version, view=current.view)
+            answer = await self._commit_auto_play(req, seat, digest, loaded, table.with_auto_play(seat, req.on), bots)
+            if answer is not None:
+                return answer
+        raise ServiceError(Code.ABORTED, "CONTENDED", "the game kept moving: try again")
+
+    async def _commit_auto_play(self, req: pb.SetAutoPlayRequest, seat: int, digest: str, loaded: Loaded,
+                                table: Table, bots: BotSeats) -> pb.SetAutoPlayResponse | None:
+        """Commit the table's step after ``loaded``; None when the game moved on first."""
+        version, match, plays, *_ = loaded
+        new_version = version + 1
+        events: list[Event | TableEvent] = [AutoPlaySet(seat, req.on)]
+        out = pb.SetAutoPlayResponse(version=new_version)
+        if plays is None:
+            plays = round_plays(match)
+        self._view(req.game_id, new_version, match, seat, out.view, plays, bots, table)
+        entry = pack_entry(new_version, "table", seat, None, req.request_id, events, match.finished,
+                           t=table.to_doc())
+        repo = self.repository
+        outcome = await repo.timed("commit", self.store.commit(
+            req.game_id, version, None, entry, repo.ttl_ms(match), req.request_id, digest,
+            compact.pack("resp", out.SerializeToString()) if req.request_id else b""))
+        if isinstance(outcome, Committed):
+            repo.remember(req.game_id, new_version, match, plays, table)
+            await self.clocks.schedule(req.game_id, new_version, match, bots, table)
+            return out
+        repo.forget(req.game_id)
+        if isinstance(outcome, Duplicate):
+            if not compact.same_digest(outcome.fingerprint, digest):
+                raise invalid("REQUEST_ID_REUSED", "this request_id was used for a different request")
+            try:
+                return pb.SetAutoPlayResponse.FromString(compact.unpack("resp", outcome.response))
+            except (compact.CompactError, DecodeError) as exc:
+                raise StoreCorrupt(f"cannot decode a stored response: {exc}") from exc
+        if isinstance(outcome, Missing):
+            raise not_found(req.game_id)
+        return None
 
     async def _replay(self, game_id: str, request_id: str, digest: str, result: pb.TurnResult) -> bool:
         """If ``request_id`` was committed before, fill ``result`` with its stored response."""
@@ -368,7 +486,10 @@ class Games:
 
         async def view_of(version: int, entries: list[LogEntry]) -> pb.GameView | None:
             loaded = await self.repository.at(game_id, version, entries)
-            return None if loaded is None else self._response(game_id, seat, loaded, bots).view
+            if loaded is None:
+                return None
+            table = await self.clocks.table(game_id, loaded)
+            return self._response(game_id, seat, loaded._replace(table=table), bots).view
 
         return view_of
 
@@ -407,3 +528,8 @@ class Games:
             last = item.version
         out.next_after_version = last if batch and last < version else 0
         return out
+
+
+def _redact(event: Event | TableEvent, seat: int) -> Event | TableEvent:
+    """The event as ``seat`` may see it (the table's events hide nothing)."""
+    return event if isinstance(event, TABLE_EVENT_TYPES) else redact(event, seat)  # type: ignore[arg-type]

@@ -132,6 +132,9 @@ class ConnectGameService:
     async def start_next_round(self, request: pb.StartNextRoundRequest, ctx: Any) -> pb.StartNextRoundResponse:
         return await self._unary("StartNextRound", request, ctx)  # type: ignore[no-any-return]
 
+    async def set_auto_play(self, request: pb.SetAutoPlayRequest, ctx: Any) -> pb.SetAutoPlayResponse:
+        return await self._unary("SetAutoPlay", request, ctx)  # type: ignore[no-any-return]
+
     async def get_game_log(self, request: pb.GetGameLogRequest, ctx: Any) -> pb.GetGameLogResponse:
         return await self._unary("GetGameLog", request, ctx)  # type: ignore[no-any-return]
 

@@ -110,3 +110,17 @@ class Metrics:
             "gostop_bot_turn_push_failures_total",
             "Bot turns whose push to the bot queue failed after the commit (each is retried).", registry=r,
         )
+
+        # --- turn clocks (service.clock; docs/clock.md)
+        self.clock_moves = Counter(
+            "gostop_clock_moves_total", "Decisions the table's bot made for seats, by policy bot and cause "
+            "(timeout, away, auto_play).", ("policy", "cause"), registry=r,
+        )
+        self.clock_lag = Histogram(
+            "gostop_clock_lag_seconds", "A decision made for a seat: its commit time minus its deadline.",
+            buckets=_LATENCY_BUCKETS, registry=r,
+        )
+        self.clock_seats = Gauge(
+            "gostop_clock_seats", "Seats of the clocked games this process holds, by state (away, auto_play).",
+            ("state",), registry=r,
+        )

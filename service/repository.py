@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
@@ -23,8 +23,10 @@ from gostop.engine import (
 )
 from gostop.engine.events import Event
 from gostop.engine.serialize import encode, from_data
+from gostop.engine.table_events import TABLE_EVENT_TYPES, TableEvent
 
 from . import compact
+from .clock import Table
 from .config import Config
 from .errors import not_found
 from .metrics import Metrics
@@ -53,7 +55,7 @@ def bounded_put(cache: OrderedDict[K, V], key: K, value: V, limit: int) -> None:
 
 
 def pack_entry(version: int, kind: str, seat: int, action: Action | None, request_id: str,
-               events: list[Event], finished: bool, **extra: Any) -> bytes:
+               events: Sequence[Event | TableEvent], finished: bool, **extra: Any) -> bytes:
     """A log entry: the step of one version (``create``, ``action`` or ``next_round``), its events,
     and what the first entry alone keeps (the rounds, the bot seats, the deal's source)."""
     doc = {
@@ -74,8 +76,19 @@ def read_entry(raw: bytes) -> dict[str, Any]:
     return doc  # type: ignore[no-any-return]
 
 
+TABLE_TAGS = frozenset(t.__name__ for t in TABLE_EVENT_TYPES)
+"""The type tags of the table's events in a logged entry: logged beside a step's events, not made by it."""
+
+
 def replay_step(match: Match, item: LogEntry) -> Match:
-    """The state after the step logged in ``item`` from ``match``, the state before it.
+    """The state after the step logged in ``item`` from ``match``, the state before it."""
+    return replay(match, item)[0]
+
+
+def replay(match: Match, item: LogEntry) -> tuple[Match, Table | None]:
+    """The state after the step logged in ``item`` from ``match``, the state before it, and the
+    table's clock after it (None for a game without a clock). A step of the table alone (auto-play
+    turned on or off) leaves the state as it was.
 
     ``StoreCorrupt`` for an entry that is not such a step of this game at its version, or whose
     step gives other events than it logged: the state it would rebuild is not the one whose events
@@ -83,10 +96,13 @@ def replay_step(match: Match, item: LogEntry) -> Match:
     try:
         doc = orjson.loads(compact.unpack("entry", item.entry))
         kind, version, seat, action, logged = doc["kind"], doc["v"], doc["seat"], doc["action"], doc["events"]
+        table = Table.from_doc(doc["t"]) if "t" in doc else None
     except Exception as exc:
         raise StoreCorrupt(f"cannot decode the log entry of version {item.version}: {exc}") from exc
     if version != item.version:
         raise StoreCorrupt(f"the log entry of version {item.version} says it is of version {version!r}")
+    if kind == "table":
+        return match, table
     try:
         if kind == "action" and type(seat) is int:
             match, events = match_apply(match, action_from_id(action), seat)
@@ -96,18 +112,31 @@ def replay_step(match: Match, item: LogEntry) -> Match:
             raise StoreCorrupt(f"the log entry of version {item.version} is no step ({kind!r}, seat {seat!r})")
     except EngineError as exc:
         raise StoreCorrupt(f"the log entry of version {item.version} does not replay: {exc}") from exc
+    if table is not None:
+        logged = [e for e in logged if e.get("@") not in TABLE_TAGS]
     if orjson.loads(encode(events)) != logged:
         raise StoreCorrupt(f"the step logged at version {item.version} replays with other events than it logged")
-    return match
+    return match, table
+
+
+def table_of_entry(raw: bytes) -> Table | None:
+    """The table's clock after a logged step (None for a game without a clock)."""
+    try:
+        doc = orjson.loads(compact.unpack("entry", raw))
+        return Table.from_doc(doc["t"]) if "t" in doc else None
+    except Exception as exc:
+        raise StoreCorrupt(f"cannot decode a log entry: {exc}") from exc
 
 
 class Loaded(NamedTuple):
-    """A game at a version; ``cached`` when it is this process's copy, not read from the store now."""
+    """A game at a version; ``cached`` when it is this process's copy, not read from the store now;
+    ``table``: its clock at that version when known (``Repository.table``)."""
 
     version: int
     match: Match
     plays: RoundPlays | None
     cached: bool = False
+    table: Table | None = None
 
 
 class Repository:
@@ -140,14 +169,15 @@ class Repository:
                 histogram = self._latency[op] = self.metrics.store_latency.labels(self.store.name, op)
             histogram.observe(time.perf_counter() - start)
 
-    def remember(self, game_id: str, version: int, match: Match, plays: RoundPlays | None = None) -> None:
+    def remember(self, game_id: str, version: int, match: Match, plays: RoundPlays | None = None,
+                 table: Table | None = None) -> None:
         """Keep this process's copy of the game at ``version``; a finished match is dropped instead
         (nothing more is played in it, and a night's thousands of finished games would fill the
         cache to its bound, and every garbage collection with them)."""
         if match.finished:
             self.cache.pop(game_id, None)
             return
-        bounded_put(self.cache, game_id, Loaded(version, match, plays, True), self.config.snapshot_cache)
+        bounded_put(self.cache, game_id, Loaded(version, match, plays, True, table), self.config.snapshot_cache)
 
     async def at(self, game_id: str, version: int, entries: list[LogEntry]) -> Loaded | None:
         """The game at ``version``, or None when it has moved on: this process's copy at that
@@ -159,13 +189,27 @@ class Repository:
         if hit is not None and hit.version < version:
             steps = [item for item in entries if item.version > hit.version]
             if steps and steps[0].version == hit.version + 1 and steps[-1].version == version:
-                match = hit.match
+                match, table = hit.match, hit.table
                 for item in steps:
-                    match = replay_step(match, item)
-                self.remember(game_id, version, match)
-                return Loaded(version, match, None, True)
+                    match, table = replay(match, item)
+                self.remember(game_id, version, match, table=table)
+                return Loaded(version, match, None, True, table)
         loaded = await self.load(game_id)
         return loaded if loaded.version == version else None
+
+    async def table(self, game_id: str, loaded: Loaded) -> Table | None:
+        """The game's clock at ``loaded``'s version (None without one): known with it, or read from
+        the log entry of that version."""
+        if loaded.table is not None:
+            return loaded.table
+        entries = await self.timed("read_log", self.store.read_log(game_id, loaded.version - 1, 1))
+        if not entries or entries[0].version != loaded.version:
+            return None
+        table = table_of_entry(entries[0].entry)
+        hit = self.cache.get(game_id)
+        if table is not None and hit is not None and hit.version == loaded.version:
+            self.cache[game_id] = hit._replace(table=table)
+        return table
 
     def forget(self, game_id: str) -> None:
         self.cache.pop(game_id, None)
@@ -189,17 +233,18 @@ class Repository:
             match = match_from_bytes(compact.unpack("snap", snap.blob))
         except (EngineError, compact.CompactError) as exc:
             raise StoreCorrupt(str(exc)) from exc
+        table = None
         if snap.at is not None:
-            match = await self._catch_up(game_id, match, snap.at, snap.version)
-        self.remember(game_id, snap.version, match)
-        return Loaded(snap.version, match, None)
+            match, table = await self._catch_up(game_id, match, snap.at, snap.version)
+        self.remember(game_id, snap.version, match, table=table)
+        return Loaded(snap.version, match, None, table=table)
 
     async def version(self, game_id: str) -> int | None:
         """The game's version in the store now (None: no such game)."""
         snap = await self.timed("load", self.store.load(game_id))
         return None if snap is None else snap.version
 
-    async def _catch_up(self, game_id: str, match: Match, at: int, version: int) -> Match:
+    async def _catch_up(self, game_id: str, match: Match, at: int, version: int) -> tuple[Match, Table | None]:
         """The state at ``version`` from ``match``, the snapshot at ``at``: the log entries of
         versions ``at + 1`` to ``version`` replayed (entries are never rewritten, so reading them
         after the snapshot is as good as reading them with it)."""
@@ -208,9 +253,10 @@ class Repository:
             if await self.timed("load", self.store.load(game_id)) is None:
                 raise not_found(game_id)  # expired since the snapshot was read
             raise StoreCorrupt(f"the log lacks entries between the snapshot (version {at}) and version {version}")
+        table = None
         for item in entries:
-            match = replay_step(match, item)
-        return match
+            match, table = replay(match, item)
+        return match, table
 
     async def first_entry(self, game_id: str) -> dict[str, Any] | None:
         """The game's first log entry (its creation), None if there is none."""

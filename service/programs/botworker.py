@@ -387,7 +387,7 @@ class BotWorker:
                 task.cancel()
 
     async def _watch_backlog(self) -> None:
-        while True:
+        while not self._stopping.is_set():  # (a client library may swallow the cancellation of a stop)
             with contextlib.suppress(Exception):
                 backlog = await self.queue.backlog()
                 self.metrics.pending.set(backlog.pending)

@@ -53,7 +53,8 @@ TRANSPORT_MODULES = frozenset({"gostop.service.server", "gostop.service.http", "
 programs are clients of the API and speak it as ``gostop.client`` does."""
 ENGINE_PUBLIC = frozenset(f"gostop.engine{m}" for m in (
     "", ".actions", ".cards", ".determinize", ".errors", ".events", ".match", ".observer", ".play", ".previews",
-    ".render", ".rng", ".rules", ".scoring", ".serialize", ".settlement", ".state", ".testing", ".views",
+    ".render", ".rng", ".rules", ".scoring", ".serialize", ".settlement", ".state", ".table_events", ".testing",
+    ".views",
 ))
 """The engine's modules that code outside it may import (never a name beginning with ``_``). The
 others are its internals: the working copy (``working``), a turn's steps (``turns``), the deal's and

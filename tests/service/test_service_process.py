@@ -21,6 +21,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from gostop.engine import PRESET_PLAYERS, PRESETS
+from gostop.service.bot_seats import BUILTIN_BOTS
 from gostop.service.store_api import Snapshot
 from gostop.v1 import game_pb2 as pb
 from testkit.redis_server import RedisServer, free_port
@@ -323,6 +324,9 @@ _LABEL_VALUES = {
              "next_round"},
     "store": {"memory", "redis"},
     "op": {"create", "load", "commit", "lookup", "read_log", "watch"},
+    "state": {"away", "auto_play"},
+    "policy": set(BUILTIN_BOTS),
+    "cause": {"timeout", "away", "auto_play"},
 }
 
 

@@ -58,6 +58,7 @@ from gostop.engine.render import (
 from gostop.engine.rules import Rules
 from gostop.engine.scoring import Score, go_score
 from gostop.engine.settlement import Bill, Settlement
+from gostop.engine.table_events import TableEvent
 from gostop.engine.views import SeatView
 from gostop.v1 import game_pb2 as pb
 from gostop.wire.convert import MatchSummary, event_from_pb, match_from_pb, view_from_pb
@@ -306,7 +307,7 @@ def _names_in(text: str, names: dict[int, str]) -> str:
     return text
 
 
-def event_lines(event: ev.Event, names: dict[int, str], *, hands: bool = False) -> list[str]:
+def event_lines(event: ev.Event | TableEvent, names: dict[int, str], *, hands: bool = False) -> list[str]:
     """One event as a person reads it (``render.person_voice``), in lines that fit the screen; none
     for the settlement, which has its screen (``settlement_screen``). ``hands``: a deal also lists
     every hand and the floor, for a watcher who sees them all (``gostop demo``)."""

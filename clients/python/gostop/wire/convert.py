@@ -73,6 +73,7 @@ from gostop.engine.rules import FIELDS
 from gostop.engine.scoring import Score
 from gostop.engine.settlement import PaymentReason, Settlement
 from gostop.engine.state import Gukjin, PlayRecord, StealCause, TurnContext, TurnKind
+from gostop.engine.table_events import TABLE_EVENT_TYPES, PlayCause, PlayedForSeat, TableEvent
 from gostop.engine.views import Pending, SeatView, Stack
 from gostop.v1 import game_pb2 as pb
 
@@ -328,8 +329,12 @@ def action_from_pb(msg: pb.Action) -> Action:
 
 # ----------------------------------------------------------------------------- events
 
-def event_to_pb(event: Event) -> pb.Event:
+def event_to_pb(event: Event | TableEvent) -> pb.Event:
     kind = type(event)
+    if kind is PlayedForSeat:
+        assert isinstance(event, PlayedForSeat)
+        return pb.Event(played_for_seat=pb.PlayedForSeat(
+            seat=event.seat, policy=event.policy, action=action_to_pb(action_from_id(event.action)), cause=event.cause))
     name = _EVENT_FIELDS.get(kind)
     if name is None:
         name = _EVENT_FIELDS[kind] = _snake(kind.__name__)
@@ -605,15 +610,22 @@ def _build(cls: type[T], msg: Message) -> T:
     return cls(**kwargs)
 
 
-_EVENTS: Final[dict[str, type]] = {_snake(t.__name__): t for t in EVENT_TYPES}
+_PLAY_CAUSES: Final[dict[str, PlayCause]] = {"timeout": "timeout", "away": "away", "auto_play": "auto_play"}
+_EVENTS: Final[dict[str, type]] = {_snake(t.__name__): t for t in (*EVENT_TYPES, *TABLE_EVENT_TYPES)}
 
 
-def event_from_pb(msg: pb.Event) -> Event:
+def event_from_pb(msg: pb.Event) -> Event | TableEvent:
     """The engine event of a wire event (hidden cards stay ``-1``)."""
     kind = msg.WhichOneof("kind")
     if kind is None:
         raise ValueError("the event has no kind set")
-    event: Event = _build(_EVENTS[kind], getattr(msg, kind))
+    if kind == "played_for_seat":
+        part = msg.played_for_seat
+        cause = _PLAY_CAUSES.get(part.cause)
+        if cause is None:
+            raise ValueError(f"unknown cause {part.cause!r} of a decision made for a seat")
+        return PlayedForSeat(part.seat, part.policy, action_id(action_from_pb(part.action)), cause)
+    event: Event | TableEvent = _build(_EVENTS[kind], getattr(msg, kind))
     return event
 
 

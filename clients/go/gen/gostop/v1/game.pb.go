@@ -1311,7 +1311,9 @@ type CreateGameRequest struct {
 	Rounds *int32 `protobuf:"varint,6,opt,name=rounds,proto3,oneof" json:"rounds,omitempty"`
 	// Seats played by the server's bot workers (at most players - 0; no seat twice). A bot seat gets
 	// no seat token: only a bot worker acts for it.
-	BotSeats      []*BotSeat `protobuf:"bytes,7,rep,name=bot_seats,json=botSeats,proto3" json:"bot_seats,omitempty"`
+	BotSeats []*BotSeat `protobuf:"bytes,7,rep,name=bot_seats,json=botSeats,proto3" json:"bot_seats,omitempty"`
+	// A turn clock the server enforces (absent: none, every seat takes the time it likes).
+	Clock         *ClockSettings `protobuf:"bytes,8,opt,name=clock,proto3" json:"clock,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1395,6 +1397,300 @@ func (x *CreateGameRequest) GetBotSeats() []*BotSeat {
 	return nil
 }
 
+func (x *CreateGameRequest) GetClock() *ClockSettings {
+	if x != nil {
+		return x.Clock
+	}
+	return nil
+}
+
+// ClockSettings is a table's turn clock. When a seat's decision runs out of time (and of bank),
+// the server's bot workers make the decision for it with the table's policy bot; after
+// away_after such timeouts in a row the seat is away, and its decisions are made at once (after
+// auto_pause_ms) until its person acts again. Values out of range are refused (BAD_CLOCK).
+type ClockSettings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Milliseconds each decision may take: 1,000 to 600,000.
+	DecisionMs int32 `protobuf:"varint,1,opt,name=decision_ms,json=decisionMs,proto3" json:"decision_ms,omitempty"`
+	// Milliseconds of time bank per seat and round, spent when a decision runs over: 0 to 600,000.
+	BankMs int32 `protobuf:"varint,2,opt,name=bank_ms,json=bankMs,proto3" json:"bank_ms,omitempty"`
+	// The bot whose move a seat gets when its time runs out, or while it is away or on auto-play:
+	// a built-in bot as a bot seat may name it (random, greedy, mcts with options); "" is greedy.
+	Policy string `protobuf:"bytes,3,opt,name=policy,proto3" json:"policy,omitempty"`
+	// Timeouts in a row after which a seat is away: 1 to 100; 0 takes 2.
+	AwayAfter int32 `protobuf:"varint,4,opt,name=away_after,json=awayAfter,proto3" json:"away_after,omitempty"`
+	// Milliseconds an away or auto-play seat's decision waits, so that people can follow: 0 to
+	// 10,000; absent takes 1,000.
+	AutoPauseMs   *int32 `protobuf:"varint,5,opt,name=auto_pause_ms,json=autoPauseMs,proto3,oneof" json:"auto_pause_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClockSettings) Reset() {
+	*x = ClockSettings{}
+	mi := &file_gostop_v1_game_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClockSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClockSettings) ProtoMessage() {}
+
+func (x *ClockSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClockSettings.ProtoReflect.Descriptor instead.
+func (*ClockSettings) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ClockSettings) GetDecisionMs() int32 {
+	if x != nil {
+		return x.DecisionMs
+	}
+	return 0
+}
+
+func (x *ClockSettings) GetBankMs() int32 {
+	if x != nil {
+		return x.BankMs
+	}
+	return 0
+}
+
+func (x *ClockSettings) GetPolicy() string {
+	if x != nil {
+		return x.Policy
+	}
+	return ""
+}
+
+func (x *ClockSettings) GetAwayAfter() int32 {
+	if x != nil {
+		return x.AwayAfter
+	}
+	return 0
+}
+
+func (x *ClockSettings) GetAutoPauseMs() int32 {
+	if x != nil && x.AutoPauseMs != nil {
+		return *x.AutoPauseMs
+	}
+	return 0
+}
+
+// TableClock is the state of a table's turn clock in a view. Times are the server's Unix
+// milliseconds.
+type TableClock struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The settings the game was created with, defaults filled in.
+	Settings *ClockSettings `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	// The seat whose decision the clock runs for; -1 when it runs for none (the match is over, or a
+	// bot seat decides: bot seats take their own time). The times below are set with a seat.
+	Seat int32 `protobuf:"varint,2,opt,name=seat,proto3" json:"seat,omitempty"`
+	// When that decision began.
+	StartedMs int64 `protobuf:"varint,3,opt,name=started_ms,json=startedMs,proto3" json:"started_ms,omitempty"`
+	// When its decision time runs out and its bank starts to run (the deadline when it has no bank).
+	BankFromMs int64 `protobuf:"varint,4,opt,name=bank_from_ms,json=bankFromMs,proto3" json:"bank_from_ms,omitempty"`
+	// When the table's bot makes the decision if the seat has not: bank_from_ms plus the seat's
+	// bank, or started_ms plus auto_pause_ms for a seat that is away or on auto-play.
+	DeadlineMs    int64 `protobuf:"varint,5,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TableClock) Reset() {
+	*x = TableClock{}
+	mi := &file_gostop_v1_game_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TableClock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TableClock) ProtoMessage() {}
+
+func (x *TableClock) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TableClock.ProtoReflect.Descriptor instead.
+func (*TableClock) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TableClock) GetSettings() *ClockSettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+func (x *TableClock) GetSeat() int32 {
+	if x != nil {
+		return x.Seat
+	}
+	return 0
+}
+
+func (x *TableClock) GetStartedMs() int64 {
+	if x != nil {
+		return x.StartedMs
+	}
+	return 0
+}
+
+func (x *TableClock) GetBankFromMs() int64 {
+	if x != nil {
+		return x.BankFromMs
+	}
+	return 0
+}
+
+func (x *TableClock) GetDeadlineMs() int64 {
+	if x != nil {
+		return x.DeadlineMs
+	}
+	return 0
+}
+
+// SetAutoPlayRequest turns auto-play on or off for the caller's seat (a seat token).
+type SetAutoPlayRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	GameId string                 `protobuf:"bytes,1,opt,name=game_id,json=gameId,proto3" json:"game_id,omitempty"`
+	On     bool                   `protobuf:"varint,2,opt,name=on,proto3" json:"on,omitempty"`
+	// Idempotency key, as SubmitAction's.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAutoPlayRequest) Reset() {
+	*x = SetAutoPlayRequest{}
+	mi := &file_gostop_v1_game_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAutoPlayRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAutoPlayRequest) ProtoMessage() {}
+
+func (x *SetAutoPlayRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAutoPlayRequest.ProtoReflect.Descriptor instead.
+func (*SetAutoPlayRequest) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SetAutoPlayRequest) GetGameId() string {
+	if x != nil {
+		return x.GameId
+	}
+	return ""
+}
+
+func (x *SetAutoPlayRequest) GetOn() bool {
+	if x != nil {
+		return x.On
+	}
+	return false
+}
+
+func (x *SetAutoPlayRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// SetAutoPlayResponse is the game after the change (unchanged when the seat already was so).
+type SetAutoPlayResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       int64                  `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	View          *GameView              `protobuf:"bytes,2,opt,name=view,proto3" json:"view,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAutoPlayResponse) Reset() {
+	*x = SetAutoPlayResponse{}
+	mi := &file_gostop_v1_game_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAutoPlayResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAutoPlayResponse) ProtoMessage() {}
+
+func (x *SetAutoPlayResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAutoPlayResponse.ProtoReflect.Descriptor instead.
+func (*SetAutoPlayResponse) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SetAutoPlayResponse) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *SetAutoPlayResponse) GetView() *GameView {
+	if x != nil {
+		return x.View
+	}
+	return nil
+}
+
 // BotSeat declares a seat played by a bot worker.
 type BotSeat struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1412,7 +1708,7 @@ type BotSeat struct {
 
 func (x *BotSeat) Reset() {
 	*x = BotSeat{}
-	mi := &file_gostop_v1_game_proto_msgTypes[9]
+	mi := &file_gostop_v1_game_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1720,7 @@ func (x *BotSeat) String() string {
 func (*BotSeat) ProtoMessage() {}
 
 func (x *BotSeat) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[9]
+	mi := &file_gostop_v1_game_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1733,7 @@ func (x *BotSeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BotSeat.ProtoReflect.Descriptor instead.
 func (*BotSeat) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{9}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BotSeat) GetSeat() int32 {
@@ -1472,7 +1768,7 @@ type SeatToken struct {
 
 func (x *SeatToken) Reset() {
 	*x = SeatToken{}
-	mi := &file_gostop_v1_game_proto_msgTypes[10]
+	mi := &file_gostop_v1_game_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1780,7 @@ func (x *SeatToken) String() string {
 func (*SeatToken) ProtoMessage() {}
 
 func (x *SeatToken) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[10]
+	mi := &file_gostop_v1_game_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1793,7 @@ func (x *SeatToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatToken.ProtoReflect.Descriptor instead.
 func (*SeatToken) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{10}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SeatToken) GetSeat() int32 {
@@ -1533,7 +1829,7 @@ type CreateGameResponse struct {
 
 func (x *CreateGameResponse) Reset() {
 	*x = CreateGameResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[11]
+	mi := &file_gostop_v1_game_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1841,7 @@ func (x *CreateGameResponse) String() string {
 func (*CreateGameResponse) ProtoMessage() {}
 
 func (x *CreateGameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[11]
+	mi := &file_gostop_v1_game_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1854,7 @@ func (x *CreateGameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateGameResponse.ProtoReflect.Descriptor instead.
 func (*CreateGameResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{11}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateGameResponse) GetGameId() string {
@@ -1629,7 +1925,7 @@ type DealCommitment struct {
 
 func (x *DealCommitment) Reset() {
 	*x = DealCommitment{}
-	mi := &file_gostop_v1_game_proto_msgTypes[12]
+	mi := &file_gostop_v1_game_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1641,7 +1937,7 @@ func (x *DealCommitment) String() string {
 func (*DealCommitment) ProtoMessage() {}
 
 func (x *DealCommitment) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[12]
+	mi := &file_gostop_v1_game_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1654,7 +1950,7 @@ func (x *DealCommitment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DealCommitment.ProtoReflect.Descriptor instead.
 func (*DealCommitment) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{12}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DealCommitment) GetScheme() string {
@@ -1691,7 +1987,7 @@ type DealReveal struct {
 
 func (x *DealReveal) Reset() {
 	*x = DealReveal{}
-	mi := &file_gostop_v1_game_proto_msgTypes[13]
+	mi := &file_gostop_v1_game_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1999,7 @@ func (x *DealReveal) String() string {
 func (*DealReveal) ProtoMessage() {}
 
 func (x *DealReveal) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[13]
+	mi := &file_gostop_v1_game_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +2012,7 @@ func (x *DealReveal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DealReveal.ProtoReflect.Descriptor instead.
 func (*DealReveal) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{13}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DealReveal) GetServerSeed() []byte {
@@ -1743,7 +2039,7 @@ type GetGameRequest struct {
 
 func (x *GetGameRequest) Reset() {
 	*x = GetGameRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[14]
+	mi := &file_gostop_v1_game_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +2051,7 @@ func (x *GetGameRequest) String() string {
 func (*GetGameRequest) ProtoMessage() {}
 
 func (x *GetGameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[14]
+	mi := &file_gostop_v1_game_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +2064,7 @@ func (x *GetGameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameRequest.ProtoReflect.Descriptor instead.
 func (*GetGameRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{14}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetGameRequest) GetGameId() string {
@@ -1789,7 +2085,7 @@ type GetGameResponse struct {
 
 func (x *GetGameResponse) Reset() {
 	*x = GetGameResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[15]
+	mi := &file_gostop_v1_game_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1801,7 +2097,7 @@ func (x *GetGameResponse) String() string {
 func (*GetGameResponse) ProtoMessage() {}
 
 func (x *GetGameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[15]
+	mi := &file_gostop_v1_game_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1814,7 +2110,7 @@ func (x *GetGameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameResponse.ProtoReflect.Descriptor instead.
 func (*GetGameResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{15}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetGameResponse) GetView() *GameView {
@@ -1855,7 +2151,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_gostop_v1_game_proto_msgTypes[16]
+	mi := &file_gostop_v1_game_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2163,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[16]
+	mi := &file_gostop_v1_game_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2176,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{16}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Action) GetKind() isAction_Kind {
@@ -2085,7 +2381,7 @@ type PlayCard struct {
 
 func (x *PlayCard) Reset() {
 	*x = PlayCard{}
-	mi := &file_gostop_v1_game_proto_msgTypes[17]
+	mi := &file_gostop_v1_game_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2097,7 +2393,7 @@ func (x *PlayCard) String() string {
 func (*PlayCard) ProtoMessage() {}
 
 func (x *PlayCard) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[17]
+	mi := &file_gostop_v1_game_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2110,7 +2406,7 @@ func (x *PlayCard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayCard.ProtoReflect.Descriptor instead.
 func (*PlayCard) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{17}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PlayCard) GetCard() int32 {
@@ -2137,7 +2433,7 @@ type Bomb struct {
 
 func (x *Bomb) Reset() {
 	*x = Bomb{}
-	mi := &file_gostop_v1_game_proto_msgTypes[18]
+	mi := &file_gostop_v1_game_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2149,7 +2445,7 @@ func (x *Bomb) String() string {
 func (*Bomb) ProtoMessage() {}
 
 func (x *Bomb) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[18]
+	mi := &file_gostop_v1_game_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2458,7 @@ func (x *Bomb) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bomb.ProtoReflect.Descriptor instead.
 func (*Bomb) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{18}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Bomb) GetMonth() int32 {
@@ -2181,7 +2477,7 @@ type FlipOnly struct {
 
 func (x *FlipOnly) Reset() {
 	*x = FlipOnly{}
-	mi := &file_gostop_v1_game_proto_msgTypes[19]
+	mi := &file_gostop_v1_game_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2489,7 @@ func (x *FlipOnly) String() string {
 func (*FlipOnly) ProtoMessage() {}
 
 func (x *FlipOnly) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[19]
+	mi := &file_gostop_v1_game_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2502,7 @@ func (x *FlipOnly) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlipOnly.ProtoReflect.Descriptor instead.
 func (*FlipOnly) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{19}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{23}
 }
 
 // ChooseCapture picks which of two floor cards to capture.
@@ -2219,7 +2515,7 @@ type ChooseCapture struct {
 
 func (x *ChooseCapture) Reset() {
 	*x = ChooseCapture{}
-	mi := &file_gostop_v1_game_proto_msgTypes[20]
+	mi := &file_gostop_v1_game_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2527,7 @@ func (x *ChooseCapture) String() string {
 func (*ChooseCapture) ProtoMessage() {}
 
 func (x *ChooseCapture) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[20]
+	mi := &file_gostop_v1_game_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2540,7 @@ func (x *ChooseCapture) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChooseCapture.ProtoReflect.Descriptor instead.
 func (*ChooseCapture) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{20}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ChooseCapture) GetCard() int32 {
@@ -2263,7 +2559,7 @@ type KeepGukjin struct {
 
 func (x *KeepGukjin) Reset() {
 	*x = KeepGukjin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[21]
+	mi := &file_gostop_v1_game_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2275,7 +2571,7 @@ func (x *KeepGukjin) String() string {
 func (*KeepGukjin) ProtoMessage() {}
 
 func (x *KeepGukjin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[21]
+	mi := &file_gostop_v1_game_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2288,7 +2584,7 @@ func (x *KeepGukjin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepGukjin.ProtoReflect.Descriptor instead.
 func (*KeepGukjin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{21}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{25}
 }
 
 // ConvertGukjin turns 국진 into a 쌍피 for good.
@@ -2300,7 +2596,7 @@ type ConvertGukjin struct {
 
 func (x *ConvertGukjin) Reset() {
 	*x = ConvertGukjin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[22]
+	mi := &file_gostop_v1_game_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2608,7 @@ func (x *ConvertGukjin) String() string {
 func (*ConvertGukjin) ProtoMessage() {}
 
 func (x *ConvertGukjin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[22]
+	mi := &file_gostop_v1_game_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +2621,7 @@ func (x *ConvertGukjin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertGukjin.ProtoReflect.Descriptor instead.
 func (*ConvertGukjin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{22}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{26}
 }
 
 // Go continues the round.
@@ -2337,7 +2633,7 @@ type Go struct {
 
 func (x *Go) Reset() {
 	*x = Go{}
-	mi := &file_gostop_v1_game_proto_msgTypes[23]
+	mi := &file_gostop_v1_game_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +2645,7 @@ func (x *Go) String() string {
 func (*Go) ProtoMessage() {}
 
 func (x *Go) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[23]
+	mi := &file_gostop_v1_game_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +2658,7 @@ func (x *Go) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Go.ProtoReflect.Descriptor instead.
 func (*Go) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{23}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{27}
 }
 
 // Stop ends the round as its winner.
@@ -2374,7 +2670,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_gostop_v1_game_proto_msgTypes[24]
+	mi := &file_gostop_v1_game_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2386,7 +2682,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[24]
+	mi := &file_gostop_v1_game_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2399,7 +2695,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{24}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{28}
 }
 
 // JoinRound plays this round (4 players).
@@ -2411,7 +2707,7 @@ type JoinRound struct {
 
 func (x *JoinRound) Reset() {
 	*x = JoinRound{}
-	mi := &file_gostop_v1_game_proto_msgTypes[25]
+	mi := &file_gostop_v1_game_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2423,7 +2719,7 @@ func (x *JoinRound) String() string {
 func (*JoinRound) ProtoMessage() {}
 
 func (x *JoinRound) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[25]
+	mi := &file_gostop_v1_game_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2436,7 +2732,7 @@ func (x *JoinRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRound.ProtoReflect.Descriptor instead.
 func (*JoinRound) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{25}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{29}
 }
 
 // SitOut sits this round out (4 players).
@@ -2448,7 +2744,7 @@ type SitOut struct {
 
 func (x *SitOut) Reset() {
 	*x = SitOut{}
-	mi := &file_gostop_v1_game_proto_msgTypes[26]
+	mi := &file_gostop_v1_game_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2460,7 +2756,7 @@ func (x *SitOut) String() string {
 func (*SitOut) ProtoMessage() {}
 
 func (x *SitOut) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[26]
+	mi := &file_gostop_v1_game_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2473,7 +2769,7 @@ func (x *SitOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SitOut.ProtoReflect.Descriptor instead.
 func (*SitOut) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{26}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{30}
 }
 
 // SellGwang sells the 광, 쌍피 and bonus 피 of a forced-out hand (광팔기).
@@ -2485,7 +2781,7 @@ type SellGwang struct {
 
 func (x *SellGwang) Reset() {
 	*x = SellGwang{}
-	mi := &file_gostop_v1_game_proto_msgTypes[27]
+	mi := &file_gostop_v1_game_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2497,7 +2793,7 @@ func (x *SellGwang) String() string {
 func (*SellGwang) ProtoMessage() {}
 
 func (x *SellGwang) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[27]
+	mi := &file_gostop_v1_game_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2510,7 +2806,7 @@ func (x *SellGwang) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SellGwang.ProtoReflect.Descriptor instead.
 func (*SellGwang) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{27}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{31}
 }
 
 // DeclineGwangSale sells nothing.
@@ -2522,7 +2818,7 @@ type DeclineGwangSale struct {
 
 func (x *DeclineGwangSale) Reset() {
 	*x = DeclineGwangSale{}
-	mi := &file_gostop_v1_game_proto_msgTypes[28]
+	mi := &file_gostop_v1_game_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +2830,7 @@ func (x *DeclineGwangSale) String() string {
 func (*DeclineGwangSale) ProtoMessage() {}
 
 func (x *DeclineGwangSale) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[28]
+	mi := &file_gostop_v1_game_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +2843,7 @@ func (x *DeclineGwangSale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclineGwangSale.ProtoReflect.Descriptor instead.
 func (*DeclineGwangSale) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{28}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{32}
 }
 
 // LegalAction is one thing the seat to move may do.
@@ -2567,7 +2863,7 @@ type LegalAction struct {
 
 func (x *LegalAction) Reset() {
 	*x = LegalAction{}
-	mi := &file_gostop_v1_game_proto_msgTypes[29]
+	mi := &file_gostop_v1_game_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2579,7 +2875,7 @@ func (x *LegalAction) String() string {
 func (*LegalAction) ProtoMessage() {}
 
 func (x *LegalAction) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[29]
+	mi := &file_gostop_v1_game_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2592,7 +2888,7 @@ func (x *LegalAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LegalAction.ProtoReflect.Descriptor instead.
 func (*LegalAction) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{29}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LegalAction) GetId() int32 {
@@ -2647,7 +2943,7 @@ type CaptureHint struct {
 
 func (x *CaptureHint) Reset() {
 	*x = CaptureHint{}
-	mi := &file_gostop_v1_game_proto_msgTypes[30]
+	mi := &file_gostop_v1_game_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2659,7 +2955,7 @@ func (x *CaptureHint) String() string {
 func (*CaptureHint) ProtoMessage() {}
 
 func (x *CaptureHint) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[30]
+	mi := &file_gostop_v1_game_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2672,7 +2968,7 @@ func (x *CaptureHint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureHint.ProtoReflect.Descriptor instead.
 func (*CaptureHint) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{30}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CaptureHint) GetTakes() []int32 {
@@ -2715,7 +3011,7 @@ type SubmitActionRequest struct {
 
 func (x *SubmitActionRequest) Reset() {
 	*x = SubmitActionRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[31]
+	mi := &file_gostop_v1_game_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +3023,7 @@ func (x *SubmitActionRequest) String() string {
 func (*SubmitActionRequest) ProtoMessage() {}
 
 func (x *SubmitActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[31]
+	mi := &file_gostop_v1_game_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +3036,7 @@ func (x *SubmitActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitActionRequest.ProtoReflect.Descriptor instead.
 func (*SubmitActionRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{31}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SubmitActionRequest) GetGameId() string {
@@ -2820,7 +3116,7 @@ type TurnResult struct {
 
 func (x *TurnResult) Reset() {
 	*x = TurnResult{}
-	mi := &file_gostop_v1_game_proto_msgTypes[32]
+	mi := &file_gostop_v1_game_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2832,7 +3128,7 @@ func (x *TurnResult) String() string {
 func (*TurnResult) ProtoMessage() {}
 
 func (x *TurnResult) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[32]
+	mi := &file_gostop_v1_game_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2845,7 +3141,7 @@ func (x *TurnResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnResult.ProtoReflect.Descriptor instead.
 func (*TurnResult) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{32}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TurnResult) GetEvents() []*Event {
@@ -2886,7 +3182,7 @@ type SubmitActionResponse struct {
 
 func (x *SubmitActionResponse) Reset() {
 	*x = SubmitActionResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[33]
+	mi := &file_gostop_v1_game_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2898,7 +3194,7 @@ func (x *SubmitActionResponse) String() string {
 func (*SubmitActionResponse) ProtoMessage() {}
 
 func (x *SubmitActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[33]
+	mi := &file_gostop_v1_game_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2911,7 +3207,7 @@ func (x *SubmitActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitActionResponse.ProtoReflect.Descriptor instead.
 func (*SubmitActionResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{33}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SubmitActionResponse) GetResult() *TurnResult {
@@ -2933,7 +3229,7 @@ type StartNextRoundRequest struct {
 
 func (x *StartNextRoundRequest) Reset() {
 	*x = StartNextRoundRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[34]
+	mi := &file_gostop_v1_game_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2945,7 +3241,7 @@ func (x *StartNextRoundRequest) String() string {
 func (*StartNextRoundRequest) ProtoMessage() {}
 
 func (x *StartNextRoundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[34]
+	mi := &file_gostop_v1_game_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2958,7 +3254,7 @@ func (x *StartNextRoundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartNextRoundRequest.ProtoReflect.Descriptor instead.
 func (*StartNextRoundRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{34}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *StartNextRoundRequest) GetGameId() string {
@@ -2992,7 +3288,7 @@ type StartNextRoundResponse struct {
 
 func (x *StartNextRoundResponse) Reset() {
 	*x = StartNextRoundResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[35]
+	mi := &file_gostop_v1_game_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3004,7 +3300,7 @@ func (x *StartNextRoundResponse) String() string {
 func (*StartNextRoundResponse) ProtoMessage() {}
 
 func (x *StartNextRoundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[35]
+	mi := &file_gostop_v1_game_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3017,7 +3313,7 @@ func (x *StartNextRoundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartNextRoundResponse.ProtoReflect.Descriptor instead.
 func (*StartNextRoundResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{35}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *StartNextRoundResponse) GetResult() *TurnResult {
@@ -3046,7 +3342,7 @@ type WatchGameRequest struct {
 
 func (x *WatchGameRequest) Reset() {
 	*x = WatchGameRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[36]
+	mi := &file_gostop_v1_game_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3058,7 +3354,7 @@ func (x *WatchGameRequest) String() string {
 func (*WatchGameRequest) ProtoMessage() {}
 
 func (x *WatchGameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[36]
+	mi := &file_gostop_v1_game_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3071,7 +3367,7 @@ func (x *WatchGameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchGameRequest.ProtoReflect.Descriptor instead.
 func (*WatchGameRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{36}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WatchGameRequest) GetGameId() string {
@@ -3123,7 +3419,7 @@ type WatchGameResponse struct {
 
 func (x *WatchGameResponse) Reset() {
 	*x = WatchGameResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[37]
+	mi := &file_gostop_v1_game_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3135,7 +3431,7 @@ func (x *WatchGameResponse) String() string {
 func (*WatchGameResponse) ProtoMessage() {}
 
 func (x *WatchGameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[37]
+	mi := &file_gostop_v1_game_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3148,7 +3444,7 @@ func (x *WatchGameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchGameResponse.ProtoReflect.Descriptor instead.
 func (*WatchGameResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{37}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *WatchGameResponse) GetVersion() int64 {
@@ -3193,7 +3489,7 @@ type GetGameLogRequest struct {
 
 func (x *GetGameLogRequest) Reset() {
 	*x = GetGameLogRequest{}
-	mi := &file_gostop_v1_game_proto_msgTypes[38]
+	mi := &file_gostop_v1_game_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3205,7 +3501,7 @@ func (x *GetGameLogRequest) String() string {
 func (*GetGameLogRequest) ProtoMessage() {}
 
 func (x *GetGameLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[38]
+	mi := &file_gostop_v1_game_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3218,7 +3514,7 @@ func (x *GetGameLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameLogRequest.ProtoReflect.Descriptor instead.
 func (*GetGameLogRequest) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{38}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetGameLogRequest) GetGameId() string {
@@ -3258,7 +3554,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_gostop_v1_game_proto_msgTypes[39]
+	mi := &file_gostop_v1_game_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3270,7 +3566,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[39]
+	mi := &file_gostop_v1_game_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3283,7 +3579,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{39}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *LogEntry) GetVersion() int64 {
@@ -3345,7 +3641,7 @@ type GetGameLogResponse struct {
 
 func (x *GetGameLogResponse) Reset() {
 	*x = GetGameLogResponse{}
-	mi := &file_gostop_v1_game_proto_msgTypes[40]
+	mi := &file_gostop_v1_game_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3357,7 +3653,7 @@ func (x *GetGameLogResponse) String() string {
 func (*GetGameLogResponse) ProtoMessage() {}
 
 func (x *GetGameLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[40]
+	mi := &file_gostop_v1_game_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3370,7 +3666,7 @@ func (x *GetGameLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGameLogResponse.ProtoReflect.Descriptor instead.
 func (*GetGameLogResponse) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{40}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetGameLogResponse) GetEntries() []*LogEntry {
@@ -3461,7 +3757,7 @@ type Score struct {
 
 func (x *Score) Reset() {
 	*x = Score{}
-	mi := &file_gostop_v1_game_proto_msgTypes[41]
+	mi := &file_gostop_v1_game_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3473,7 +3769,7 @@ func (x *Score) String() string {
 func (*Score) ProtoMessage() {}
 
 func (x *Score) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[41]
+	mi := &file_gostop_v1_game_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3486,7 +3782,7 @@ func (x *Score) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Score.ProtoReflect.Descriptor instead.
 func (*Score) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{41}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Score) GetGwangCount() int32 {
@@ -3630,14 +3926,23 @@ type SeatView struct {
 	Sseul int32 `protobuf:"varint,19,opt,name=sseul,proto3" json:"sseul,omitempty"`
 	// How near the seat is to the sets that score, from the captured piles only (public: the same
 	// for every viewer).
-	Reach         *Reach `protobuf:"bytes,20,opt,name=reach,proto3" json:"reach,omitempty"`
+	Reach *Reach `protobuf:"bytes,20,opt,name=reach,proto3" json:"reach,omitempty"`
+	// Tables with a turn clock: what remains of the seat's time bank this round, in milliseconds.
+	BankMs int32 `protobuf:"varint,21,opt,name=bank_ms,json=bankMs,proto3" json:"bank_ms,omitempty"`
+	// Its decisions are made by the table's bot: it timed out ClockSettings.away_after times in a
+	// row (until its person acts again).
+	Away bool `protobuf:"varint,22,opt,name=away,proto3" json:"away,omitempty"`
+	// Its person turned auto-play on (SetAutoPlay).
+	AutoPlay bool `protobuf:"varint,23,opt,name=auto_play,json=autoPlay,proto3" json:"auto_play,omitempty"`
+	// Decisions in a row it timed out on.
+	Timeouts      int32 `protobuf:"varint,24,opt,name=timeouts,proto3" json:"timeouts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SeatView) Reset() {
 	*x = SeatView{}
-	mi := &file_gostop_v1_game_proto_msgTypes[42]
+	mi := &file_gostop_v1_game_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3649,7 +3954,7 @@ func (x *SeatView) String() string {
 func (*SeatView) ProtoMessage() {}
 
 func (x *SeatView) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[42]
+	mi := &file_gostop_v1_game_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3662,7 +3967,7 @@ func (x *SeatView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatView.ProtoReflect.Descriptor instead.
 func (*SeatView) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{42}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SeatView) GetSeat() int32 {
@@ -3805,6 +4110,34 @@ func (x *SeatView) GetReach() *Reach {
 	return nil
 }
 
+func (x *SeatView) GetBankMs() int32 {
+	if x != nil {
+		return x.BankMs
+	}
+	return 0
+}
+
+func (x *SeatView) GetAway() bool {
+	if x != nil {
+		return x.Away
+	}
+	return false
+}
+
+func (x *SeatView) GetAutoPlay() bool {
+	if x != nil {
+		return x.AutoPlay
+	}
+	return false
+}
+
+func (x *SeatView) GetTimeouts() int32 {
+	if x != nil {
+		return x.Timeouts
+	}
+	return 0
+}
+
 // Reach is a seat's progress on 고도리, 홍단, 청단, 초단 (three cards each) and 광 (five cards).
 type Reach struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3819,7 +4152,7 @@ type Reach struct {
 
 func (x *Reach) Reset() {
 	*x = Reach{}
-	mi := &file_gostop_v1_game_proto_msgTypes[43]
+	mi := &file_gostop_v1_game_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3831,7 +4164,7 @@ func (x *Reach) String() string {
 func (*Reach) ProtoMessage() {}
 
 func (x *Reach) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[43]
+	mi := &file_gostop_v1_game_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3844,7 +4177,7 @@ func (x *Reach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reach.ProtoReflect.Descriptor instead.
 func (*Reach) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{43}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Reach) GetGodori() *SetReach {
@@ -3898,7 +4231,7 @@ type SetReach struct {
 
 func (x *SetReach) Reset() {
 	*x = SetReach{}
-	mi := &file_gostop_v1_game_proto_msgTypes[44]
+	mi := &file_gostop_v1_game_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3910,7 +4243,7 @@ func (x *SetReach) String() string {
 func (*SetReach) ProtoMessage() {}
 
 func (x *SetReach) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[44]
+	mi := &file_gostop_v1_game_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3923,7 +4256,7 @@ func (x *SetReach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReach.ProtoReflect.Descriptor instead.
 func (*SetReach) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{44}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SetReach) GetCaptured() int32 {
@@ -3963,7 +4296,7 @@ type TurnContext struct {
 
 func (x *TurnContext) Reset() {
 	*x = TurnContext{}
-	mi := &file_gostop_v1_game_proto_msgTypes[45]
+	mi := &file_gostop_v1_game_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3975,7 +4308,7 @@ func (x *TurnContext) String() string {
 func (*TurnContext) ProtoMessage() {}
 
 func (x *TurnContext) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[45]
+	mi := &file_gostop_v1_game_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3988,7 +4321,7 @@ func (x *TurnContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnContext.ProtoReflect.Descriptor instead.
 func (*TurnContext) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{45}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TurnContext) GetSeat() int32 {
@@ -4093,7 +4426,7 @@ type Stack struct {
 
 func (x *Stack) Reset() {
 	*x = Stack{}
-	mi := &file_gostop_v1_game_proto_msgTypes[46]
+	mi := &file_gostop_v1_game_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4105,7 +4438,7 @@ func (x *Stack) String() string {
 func (*Stack) ProtoMessage() {}
 
 func (x *Stack) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[46]
+	mi := &file_gostop_v1_game_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4118,7 +4451,7 @@ func (x *Stack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stack.ProtoReflect.Descriptor instead.
 func (*Stack) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{46}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Stack) GetMonth() int32 {
@@ -4149,7 +4482,7 @@ type Pending struct {
 
 func (x *Pending) Reset() {
 	*x = Pending{}
-	mi := &file_gostop_v1_game_proto_msgTypes[47]
+	mi := &file_gostop_v1_game_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4161,7 +4494,7 @@ func (x *Pending) String() string {
 func (*Pending) ProtoMessage() {}
 
 func (x *Pending) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[47]
+	mi := &file_gostop_v1_game_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4174,7 +4507,7 @@ func (x *Pending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pending.ProtoReflect.Descriptor instead.
 func (*Pending) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{47}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Pending) GetPhase() Phase {
@@ -4223,7 +4556,7 @@ type Factor struct {
 
 func (x *Factor) Reset() {
 	*x = Factor{}
-	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	mi := &file_gostop_v1_game_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4235,7 +4568,7 @@ func (x *Factor) String() string {
 func (*Factor) ProtoMessage() {}
 
 func (x *Factor) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[48]
+	mi := &file_gostop_v1_game_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4248,7 +4581,7 @@ func (x *Factor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Factor.ProtoReflect.Descriptor instead.
 func (*Factor) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{48}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Factor) GetName() string {
@@ -4278,7 +4611,7 @@ type Payment struct {
 
 func (x *Payment) Reset() {
 	*x = Payment{}
-	mi := &file_gostop_v1_game_proto_msgTypes[49]
+	mi := &file_gostop_v1_game_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4290,7 +4623,7 @@ func (x *Payment) String() string {
 func (*Payment) ProtoMessage() {}
 
 func (x *Payment) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[49]
+	mi := &file_gostop_v1_game_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4303,7 +4636,7 @@ func (x *Payment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Payment.ProtoReflect.Descriptor instead.
 func (*Payment) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{49}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Payment) GetPayer() int32 {
@@ -4348,7 +4681,7 @@ type Bill struct {
 
 func (x *Bill) Reset() {
 	*x = Bill{}
-	mi := &file_gostop_v1_game_proto_msgTypes[50]
+	mi := &file_gostop_v1_game_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4360,7 +4693,7 @@ func (x *Bill) String() string {
 func (*Bill) ProtoMessage() {}
 
 func (x *Bill) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[50]
+	mi := &file_gostop_v1_game_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4373,7 +4706,7 @@ func (x *Bill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bill.ProtoReflect.Descriptor instead.
 func (*Bill) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{50}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Bill) GetSeat() int32 {
@@ -4435,7 +4768,7 @@ type Settlement struct {
 
 func (x *Settlement) Reset() {
 	*x = Settlement{}
-	mi := &file_gostop_v1_game_proto_msgTypes[51]
+	mi := &file_gostop_v1_game_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4447,7 +4780,7 @@ func (x *Settlement) String() string {
 func (*Settlement) ProtoMessage() {}
 
 func (x *Settlement) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[51]
+	mi := &file_gostop_v1_game_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4460,7 +4793,7 @@ func (x *Settlement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settlement.ProtoReflect.Descriptor instead.
 func (*Settlement) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{51}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Settlement) GetOutcome() string {
@@ -4579,7 +4912,7 @@ type MatchSummary struct {
 
 func (x *MatchSummary) Reset() {
 	*x = MatchSummary{}
-	mi := &file_gostop_v1_game_proto_msgTypes[52]
+	mi := &file_gostop_v1_game_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4591,7 +4924,7 @@ func (x *MatchSummary) String() string {
 func (*MatchSummary) ProtoMessage() {}
 
 func (x *MatchSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[52]
+	mi := &file_gostop_v1_game_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4604,7 +4937,7 @@ func (x *MatchSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchSummary.ProtoReflect.Descriptor instead.
 func (*MatchSummary) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{52}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MatchSummary) GetRoundNo() int32 {
@@ -4705,13 +5038,15 @@ type GameView struct {
 	// Set in the view of the seat deciding 국진 (PHASE_GUKJIN), for it alone: its base score with
 	// 국진 kept as a 열끗 and made a 쌍피.
 	GukjinPreview *GukjinPreview `protobuf:"bytes,26,opt,name=gukjin_preview,json=gukjinPreview,proto3" json:"gukjin_preview,omitempty"`
+	// The table's turn clock (absent: the game has none).
+	Clock         *TableClock `protobuf:"bytes,27,opt,name=clock,proto3" json:"clock,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GameView) Reset() {
 	*x = GameView{}
-	mi := &file_gostop_v1_game_proto_msgTypes[53]
+	mi := &file_gostop_v1_game_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4723,7 +5058,7 @@ func (x *GameView) String() string {
 func (*GameView) ProtoMessage() {}
 
 func (x *GameView) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[53]
+	mi := &file_gostop_v1_game_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4736,7 +5071,7 @@ func (x *GameView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GameView.ProtoReflect.Descriptor instead.
 func (*GameView) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{53}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GameView) GetGameId() string {
@@ -4921,6 +5256,13 @@ func (x *GameView) GetGukjinPreview() *GukjinPreview {
 	return nil
 }
 
+func (x *GameView) GetClock() *TableClock {
+	if x != nil {
+		return x.Clock
+	}
+	return nil
+}
+
 // StopPreview is what the seat deciding 고 or 스톱 would be paid if it stopped now, computed by the
 // engine's own settlement (it reads only public facts: captured piles, gos, 흔들기/폭탄, the carry,
 // the payments), and what one more 고 adds.
@@ -4950,7 +5292,7 @@ type StopPreview struct {
 
 func (x *StopPreview) Reset() {
 	*x = StopPreview{}
-	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	mi := &file_gostop_v1_game_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4962,7 +5304,7 @@ func (x *StopPreview) String() string {
 func (*StopPreview) ProtoMessage() {}
 
 func (x *StopPreview) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[54]
+	mi := &file_gostop_v1_game_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4975,7 +5317,7 @@ func (x *StopPreview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopPreview.ProtoReflect.Descriptor instead.
 func (*StopPreview) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{54}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *StopPreview) GetSettlement() *Settlement {
@@ -5036,7 +5378,7 @@ type GoTerms struct {
 
 func (x *GoTerms) Reset() {
 	*x = GoTerms{}
-	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	mi := &file_gostop_v1_game_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5048,7 +5390,7 @@ func (x *GoTerms) String() string {
 func (*GoTerms) ProtoMessage() {}
 
 func (x *GoTerms) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[55]
+	mi := &file_gostop_v1_game_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5061,7 +5403,7 @@ func (x *GoTerms) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GoTerms.ProtoReflect.Descriptor instead.
 func (*GoTerms) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{55}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GoTerms) GetGos() int32 {
@@ -5103,7 +5445,7 @@ type GukjinPreview struct {
 
 func (x *GukjinPreview) Reset() {
 	*x = GukjinPreview{}
-	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	mi := &file_gostop_v1_game_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5115,7 +5457,7 @@ func (x *GukjinPreview) String() string {
 func (*GukjinPreview) ProtoMessage() {}
 
 func (x *GukjinPreview) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[56]
+	mi := &file_gostop_v1_game_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5128,7 +5470,7 @@ func (x *GukjinPreview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GukjinPreview.ProtoReflect.Descriptor instead.
 func (*GukjinPreview) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{56}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GukjinPreview) GetKeep() *Score {
@@ -5161,7 +5503,7 @@ type PlayRecord struct {
 
 func (x *PlayRecord) Reset() {
 	*x = PlayRecord{}
-	mi := &file_gostop_v1_game_proto_msgTypes[57]
+	mi := &file_gostop_v1_game_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5173,7 +5515,7 @@ func (x *PlayRecord) String() string {
 func (*PlayRecord) ProtoMessage() {}
 
 func (x *PlayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[57]
+	mi := &file_gostop_v1_game_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5186,7 +5528,7 @@ func (x *PlayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayRecord.ProtoReflect.Descriptor instead.
 func (*PlayRecord) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{57}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *PlayRecord) GetSeat() int32 {
@@ -5250,6 +5592,9 @@ type Event struct {
 	//	*Event_InstantLoss
 	//	*Event_Nagari
 	//	*Event_RoundSettled
+	//	*Event_PlayedForSeat
+	//	*Event_SeatAway
+	//	*Event_AutoPlaySet
 	Kind          isEvent_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5257,7 +5602,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_gostop_v1_game_proto_msgTypes[58]
+	mi := &file_gostop_v1_game_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5269,7 +5614,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[58]
+	mi := &file_gostop_v1_game_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5282,7 +5627,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{58}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Event) GetKind() isEvent_Kind {
@@ -5544,6 +5889,33 @@ func (x *Event) GetRoundSettled() *RoundSettled {
 	return nil
 }
 
+func (x *Event) GetPlayedForSeat() *PlayedForSeat {
+	if x != nil {
+		if x, ok := x.Kind.(*Event_PlayedForSeat); ok {
+			return x.PlayedForSeat
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSeatAway() *SeatAway {
+	if x != nil {
+		if x, ok := x.Kind.(*Event_SeatAway); ok {
+			return x.SeatAway
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetAutoPlaySet() *AutoPlaySet {
+	if x != nil {
+		if x, ok := x.Kind.(*Event_AutoPlaySet); ok {
+			return x.AutoPlaySet
+		}
+	}
+	return nil
+}
+
 type isEvent_Kind interface {
 	isEvent_Kind()
 }
@@ -5660,6 +6032,18 @@ type Event_RoundSettled struct {
 	RoundSettled *RoundSettled `protobuf:"bytes,28,opt,name=round_settled,json=roundSettled,proto3,oneof"`
 }
 
+type Event_PlayedForSeat struct {
+	PlayedForSeat *PlayedForSeat `protobuf:"bytes,29,opt,name=played_for_seat,json=playedForSeat,proto3,oneof"`
+}
+
+type Event_SeatAway struct {
+	SeatAway *SeatAway `protobuf:"bytes,30,opt,name=seat_away,json=seatAway,proto3,oneof"`
+}
+
+type Event_AutoPlaySet struct {
+	AutoPlaySet *AutoPlaySet `protobuf:"bytes,31,opt,name=auto_play_set,json=autoPlaySet,proto3,oneof"`
+}
+
 func (*Event_Redealt) isEvent_Kind() {}
 
 func (*Event_Dealt) isEvent_Kind() {}
@@ -5716,6 +6100,190 @@ func (*Event_Nagari) isEvent_Kind() {}
 
 func (*Event_RoundSettled) isEvent_Kind() {}
 
+func (*Event_PlayedForSeat) isEvent_Kind() {}
+
+func (*Event_SeatAway) isEvent_Kind() {}
+
+func (*Event_AutoPlaySet) isEvent_Kind() {}
+
+// PlayedForSeat: the table's bot made a seat's decision (the events after it say what it did).
+type PlayedForSeat struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seat  int32                  `protobuf:"varint,1,opt,name=seat,proto3" json:"seat,omitempty"`
+	// The bot that chose the move (ClockSettings.policy).
+	Policy string `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
+	// The action made.
+	Action *Action `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	// timeout (its time and bank ran out), away, or auto_play.
+	Cause         string `protobuf:"bytes,4,opt,name=cause,proto3" json:"cause,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlayedForSeat) Reset() {
+	*x = PlayedForSeat{}
+	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlayedForSeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlayedForSeat) ProtoMessage() {}
+
+func (x *PlayedForSeat) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlayedForSeat.ProtoReflect.Descriptor instead.
+func (*PlayedForSeat) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *PlayedForSeat) GetSeat() int32 {
+	if x != nil {
+		return x.Seat
+	}
+	return 0
+}
+
+func (x *PlayedForSeat) GetPolicy() string {
+	if x != nil {
+		return x.Policy
+	}
+	return ""
+}
+
+func (x *PlayedForSeat) GetAction() *Action {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *PlayedForSeat) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+// SeatAway: a seat went away (away_after timeouts in a row) or came back (its person acted).
+type SeatAway struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seat          int32                  `protobuf:"varint,1,opt,name=seat,proto3" json:"seat,omitempty"`
+	Away          bool                   `protobuf:"varint,2,opt,name=away,proto3" json:"away,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeatAway) Reset() {
+	*x = SeatAway{}
+	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeatAway) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeatAway) ProtoMessage() {}
+
+func (x *SeatAway) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeatAway.ProtoReflect.Descriptor instead.
+func (*SeatAway) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *SeatAway) GetSeat() int32 {
+	if x != nil {
+		return x.Seat
+	}
+	return 0
+}
+
+func (x *SeatAway) GetAway() bool {
+	if x != nil {
+		return x.Away
+	}
+	return false
+}
+
+// AutoPlaySet: a seat's person turned auto-play on or off.
+type AutoPlaySet struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seat          int32                  `protobuf:"varint,1,opt,name=seat,proto3" json:"seat,omitempty"`
+	On            bool                   `protobuf:"varint,2,opt,name=on,proto3" json:"on,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutoPlaySet) Reset() {
+	*x = AutoPlaySet{}
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutoPlaySet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutoPlaySet) ProtoMessage() {}
+
+func (x *AutoPlaySet) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutoPlaySet.ProtoReflect.Descriptor instead.
+func (*AutoPlaySet) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *AutoPlaySet) GetSeat() int32 {
+	if x != nil {
+		return x.Seat
+	}
+	return 0
+}
+
+func (x *AutoPlaySet) GetOn() bool {
+	if x != nil {
+		return x.On
+	}
+	return false
+}
+
 // Redealt: the deal was thrown in (floor_four or hand_four) and reshuffled.
 type Redealt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -5727,7 +6295,7 @@ type Redealt struct {
 
 func (x *Redealt) Reset() {
 	*x = Redealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[59]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5739,7 +6307,7 @@ func (x *Redealt) String() string {
 func (*Redealt) ProtoMessage() {}
 
 func (x *Redealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[59]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5752,7 +6320,7 @@ func (x *Redealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redealt.ProtoReflect.Descriptor instead.
 func (*Redealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{59}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Redealt) GetReason() string {
@@ -5783,7 +6351,7 @@ type Dealt struct {
 
 func (x *Dealt) Reset() {
 	*x = Dealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[60]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5795,7 +6363,7 @@ func (x *Dealt) String() string {
 func (*Dealt) ProtoMessage() {}
 
 func (x *Dealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[60]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5808,7 +6376,7 @@ func (x *Dealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dealt.ProtoReflect.Descriptor instead.
 func (*Dealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{60}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Dealt) GetDealer() int32 {
@@ -5859,7 +6427,7 @@ type BonusCaptured struct {
 
 func (x *BonusCaptured) Reset() {
 	*x = BonusCaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[61]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5871,7 +6439,7 @@ func (x *BonusCaptured) String() string {
 func (*BonusCaptured) ProtoMessage() {}
 
 func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[61]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5884,7 +6452,7 @@ func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BonusCaptured.ProtoReflect.Descriptor instead.
 func (*BonusCaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{61}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *BonusCaptured) GetSeat() int32 {
@@ -5926,7 +6494,7 @@ type SatOut struct {
 
 func (x *SatOut) Reset() {
 	*x = SatOut{}
-	mi := &file_gostop_v1_game_proto_msgTypes[62]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5938,7 +6506,7 @@ func (x *SatOut) String() string {
 func (*SatOut) ProtoMessage() {}
 
 func (x *SatOut) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[62]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5951,7 +6519,7 @@ func (x *SatOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SatOut.ProtoReflect.Descriptor instead.
 func (*SatOut) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{62}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SatOut) GetSeat() int32 {
@@ -5978,7 +6546,7 @@ type JoinedRound struct {
 
 func (x *JoinedRound) Reset() {
 	*x = JoinedRound{}
-	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5990,7 +6558,7 @@ func (x *JoinedRound) String() string {
 func (*JoinedRound) ProtoMessage() {}
 
 func (x *JoinedRound) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[63]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6003,7 +6571,7 @@ func (x *JoinedRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinedRound.ProtoReflect.Descriptor instead.
 func (*JoinedRound) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{63}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *JoinedRound) GetSeat() int32 {
@@ -6025,7 +6593,7 @@ type GwangSold struct {
 
 func (x *GwangSold) Reset() {
 	*x = GwangSold{}
-	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6037,7 +6605,7 @@ func (x *GwangSold) String() string {
 func (*GwangSold) ProtoMessage() {}
 
 func (x *GwangSold) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[64]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6050,7 +6618,7 @@ func (x *GwangSold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GwangSold.ProtoReflect.Descriptor instead.
 func (*GwangSold) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{64}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *GwangSold) GetSeat() int32 {
@@ -6086,7 +6654,7 @@ type CardPlayed struct {
 
 func (x *CardPlayed) Reset() {
 	*x = CardPlayed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6098,7 +6666,7 @@ func (x *CardPlayed) String() string {
 func (*CardPlayed) ProtoMessage() {}
 
 func (x *CardPlayed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6111,7 +6679,7 @@ func (x *CardPlayed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardPlayed.ProtoReflect.Descriptor instead.
 func (*CardPlayed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *CardPlayed) GetSeat() int32 {
@@ -6147,7 +6715,7 @@ type Shaken struct {
 
 func (x *Shaken) Reset() {
 	*x = Shaken{}
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6159,7 +6727,7 @@ func (x *Shaken) String() string {
 func (*Shaken) ProtoMessage() {}
 
 func (x *Shaken) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6172,7 +6740,7 @@ func (x *Shaken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shaken.ProtoReflect.Descriptor instead.
 func (*Shaken) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Shaken) GetSeat() int32 {
@@ -6209,7 +6777,7 @@ type Bombed struct {
 
 func (x *Bombed) Reset() {
 	*x = Bombed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6221,7 +6789,7 @@ func (x *Bombed) String() string {
 func (*Bombed) ProtoMessage() {}
 
 func (x *Bombed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6234,7 +6802,7 @@ func (x *Bombed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bombed.ProtoReflect.Descriptor instead.
 func (*Bombed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Bombed) GetSeat() int32 {
@@ -6276,7 +6844,7 @@ type FlipOnlyUsed struct {
 
 func (x *FlipOnlyUsed) Reset() {
 	*x = FlipOnlyUsed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6288,7 +6856,7 @@ func (x *FlipOnlyUsed) String() string {
 func (*FlipOnlyUsed) ProtoMessage() {}
 
 func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6301,7 +6869,7 @@ func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlipOnlyUsed.ProtoReflect.Descriptor instead.
 func (*FlipOnlyUsed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *FlipOnlyUsed) GetSeat() int32 {
@@ -6329,7 +6897,7 @@ type CardFlipped struct {
 
 func (x *CardFlipped) Reset() {
 	*x = CardFlipped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6341,7 +6909,7 @@ func (x *CardFlipped) String() string {
 func (*CardFlipped) ProtoMessage() {}
 
 func (x *CardFlipped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6354,7 +6922,7 @@ func (x *CardFlipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardFlipped.ProtoReflect.Descriptor instead.
 func (*CardFlipped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *CardFlipped) GetSeat() int32 {
@@ -6382,7 +6950,7 @@ type CardLaid struct {
 
 func (x *CardLaid) Reset() {
 	*x = CardLaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6394,7 +6962,7 @@ func (x *CardLaid) String() string {
 func (*CardLaid) ProtoMessage() {}
 
 func (x *CardLaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6407,7 +6975,7 @@ func (x *CardLaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardLaid.ProtoReflect.Descriptor instead.
 func (*CardLaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *CardLaid) GetSeat() int32 {
@@ -6435,7 +7003,7 @@ type Captured struct {
 
 func (x *Captured) Reset() {
 	*x = Captured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6447,7 +7015,7 @@ func (x *Captured) String() string {
 func (*Captured) ProtoMessage() {}
 
 func (x *Captured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6460,7 +7028,7 @@ func (x *Captured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Captured.ProtoReflect.Descriptor instead.
 func (*Captured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *Captured) GetSeat() int32 {
@@ -6490,7 +7058,7 @@ type PpeokFormed struct {
 
 func (x *PpeokFormed) Reset() {
 	*x = PpeokFormed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6502,7 +7070,7 @@ func (x *PpeokFormed) String() string {
 func (*PpeokFormed) ProtoMessage() {}
 
 func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6515,7 +7083,7 @@ func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokFormed.ProtoReflect.Descriptor instead.
 func (*PpeokFormed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *PpeokFormed) GetSeat() int32 {
@@ -6559,7 +7127,7 @@ type PpeokRecaptured struct {
 
 func (x *PpeokRecaptured) Reset() {
 	*x = PpeokRecaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6571,7 +7139,7 @@ func (x *PpeokRecaptured) String() string {
 func (*PpeokRecaptured) ProtoMessage() {}
 
 func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6584,7 +7152,7 @@ func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokRecaptured.ProtoReflect.Descriptor instead.
 func (*PpeokRecaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *PpeokRecaptured) GetSeat() int32 {
@@ -6627,7 +7195,7 @@ type Jjok struct {
 
 func (x *Jjok) Reset() {
 	*x = Jjok{}
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6639,7 +7207,7 @@ func (x *Jjok) String() string {
 func (*Jjok) ProtoMessage() {}
 
 func (x *Jjok) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6652,7 +7220,7 @@ func (x *Jjok) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Jjok.ProtoReflect.Descriptor instead.
 func (*Jjok) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *Jjok) GetSeat() int32 {
@@ -6688,7 +7256,7 @@ type Ttadak struct {
 
 func (x *Ttadak) Reset() {
 	*x = Ttadak{}
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6700,7 +7268,7 @@ func (x *Ttadak) String() string {
 func (*Ttadak) ProtoMessage() {}
 
 func (x *Ttadak) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6713,7 +7281,7 @@ func (x *Ttadak) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ttadak.ProtoReflect.Descriptor instead.
 func (*Ttadak) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *Ttadak) GetSeat() int32 {
@@ -6749,7 +7317,7 @@ type Sseul struct {
 
 func (x *Sseul) Reset() {
 	*x = Sseul{}
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6761,7 +7329,7 @@ func (x *Sseul) String() string {
 func (*Sseul) ProtoMessage() {}
 
 func (x *Sseul) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6774,7 +7342,7 @@ func (x *Sseul) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sseul.ProtoReflect.Descriptor instead.
 func (*Sseul) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *Sseul) GetSeat() int32 {
@@ -6812,7 +7380,7 @@ type PiStolen struct {
 
 func (x *PiStolen) Reset() {
 	*x = PiStolen{}
-	mi := &file_gostop_v1_game_proto_msgTypes[77]
+	mi := &file_gostop_v1_game_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6824,7 +7392,7 @@ func (x *PiStolen) String() string {
 func (*PiStolen) ProtoMessage() {}
 
 func (x *PiStolen) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[77]
+	mi := &file_gostop_v1_game_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6837,7 +7405,7 @@ func (x *PiStolen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiStolen.ProtoReflect.Descriptor instead.
 func (*PiStolen) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{77}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *PiStolen) GetSeat() int32 {
@@ -6887,7 +7455,7 @@ type GukjinDecided struct {
 
 func (x *GukjinDecided) Reset() {
 	*x = GukjinDecided{}
-	mi := &file_gostop_v1_game_proto_msgTypes[78]
+	mi := &file_gostop_v1_game_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6899,7 +7467,7 @@ func (x *GukjinDecided) String() string {
 func (*GukjinDecided) ProtoMessage() {}
 
 func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[78]
+	mi := &file_gostop_v1_game_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6912,7 +7480,7 @@ func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GukjinDecided.ProtoReflect.Descriptor instead.
 func (*GukjinDecided) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{78}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *GukjinDecided) GetSeat() int32 {
@@ -6948,7 +7516,7 @@ type ScoreChanged struct {
 
 func (x *ScoreChanged) Reset() {
 	*x = ScoreChanged{}
-	mi := &file_gostop_v1_game_proto_msgTypes[79]
+	mi := &file_gostop_v1_game_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6960,7 +7528,7 @@ func (x *ScoreChanged) String() string {
 func (*ScoreChanged) ProtoMessage() {}
 
 func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[79]
+	mi := &file_gostop_v1_game_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6973,7 +7541,7 @@ func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreChanged.ProtoReflect.Descriptor instead.
 func (*ScoreChanged) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{79}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ScoreChanged) GetSeat() int32 {
@@ -7009,7 +7577,7 @@ type WentGo struct {
 
 func (x *WentGo) Reset() {
 	*x = WentGo{}
-	mi := &file_gostop_v1_game_proto_msgTypes[80]
+	mi := &file_gostop_v1_game_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7021,7 +7589,7 @@ func (x *WentGo) String() string {
 func (*WentGo) ProtoMessage() {}
 
 func (x *WentGo) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[80]
+	mi := &file_gostop_v1_game_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7034,7 +7602,7 @@ func (x *WentGo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WentGo.ProtoReflect.Descriptor instead.
 func (*WentGo) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{80}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *WentGo) GetSeat() int32 {
@@ -7070,7 +7638,7 @@ type Stopped struct {
 
 func (x *Stopped) Reset() {
 	*x = Stopped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[81]
+	mi := &file_gostop_v1_game_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7082,7 +7650,7 @@ func (x *Stopped) String() string {
 func (*Stopped) ProtoMessage() {}
 
 func (x *Stopped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[81]
+	mi := &file_gostop_v1_game_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7095,7 +7663,7 @@ func (x *Stopped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stopped.ProtoReflect.Descriptor instead.
 func (*Stopped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{81}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *Stopped) GetSeat() int32 {
@@ -7129,7 +7697,7 @@ type InstantPaid struct {
 
 func (x *InstantPaid) Reset() {
 	*x = InstantPaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[82]
+	mi := &file_gostop_v1_game_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7141,7 +7709,7 @@ func (x *InstantPaid) String() string {
 func (*InstantPaid) ProtoMessage() {}
 
 func (x *InstantPaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[82]
+	mi := &file_gostop_v1_game_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7154,7 +7722,7 @@ func (x *InstantPaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantPaid.ProtoReflect.Descriptor instead.
 func (*InstantPaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{82}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *InstantPaid) GetPayment() *Payment {
@@ -7176,7 +7744,7 @@ type InstantWin struct {
 
 func (x *InstantWin) Reset() {
 	*x = InstantWin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[83]
+	mi := &file_gostop_v1_game_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7188,7 +7756,7 @@ func (x *InstantWin) String() string {
 func (*InstantWin) ProtoMessage() {}
 
 func (x *InstantWin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[83]
+	mi := &file_gostop_v1_game_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7201,7 +7769,7 @@ func (x *InstantWin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantWin.ProtoReflect.Descriptor instead.
 func (*InstantWin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{83}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *InstantWin) GetSeat() int32 {
@@ -7236,7 +7804,7 @@ type InstantLoss struct {
 
 func (x *InstantLoss) Reset() {
 	*x = InstantLoss{}
-	mi := &file_gostop_v1_game_proto_msgTypes[84]
+	mi := &file_gostop_v1_game_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7248,7 +7816,7 @@ func (x *InstantLoss) String() string {
 func (*InstantLoss) ProtoMessage() {}
 
 func (x *InstantLoss) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[84]
+	mi := &file_gostop_v1_game_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7261,7 +7829,7 @@ func (x *InstantLoss) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantLoss.ProtoReflect.Descriptor instead.
 func (*InstantLoss) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{84}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *InstantLoss) GetSeat() int32 {
@@ -7288,7 +7856,7 @@ type Nagari struct {
 
 func (x *Nagari) Reset() {
 	*x = Nagari{}
-	mi := &file_gostop_v1_game_proto_msgTypes[85]
+	mi := &file_gostop_v1_game_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7300,7 +7868,7 @@ func (x *Nagari) String() string {
 func (*Nagari) ProtoMessage() {}
 
 func (x *Nagari) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[85]
+	mi := &file_gostop_v1_game_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7313,7 +7881,7 @@ func (x *Nagari) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Nagari.ProtoReflect.Descriptor instead.
 func (*Nagari) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{85}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *Nagari) GetReason() string {
@@ -7333,7 +7901,7 @@ type RoundSettled struct {
 
 func (x *RoundSettled) Reset() {
 	*x = RoundSettled{}
-	mi := &file_gostop_v1_game_proto_msgTypes[86]
+	mi := &file_gostop_v1_game_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7345,7 +7913,7 @@ func (x *RoundSettled) String() string {
 func (*RoundSettled) ProtoMessage() {}
 
 func (x *RoundSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[86]
+	mi := &file_gostop_v1_game_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7358,7 +7926,7 @@ func (x *RoundSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoundSettled.ProtoReflect.Descriptor instead.
 func (*RoundSettled) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{86}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *RoundSettled) GetSettlement() *Settlement {
@@ -7475,7 +8043,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x05hands\x18\x01 \x03(\v2\x0f.gostop.v1.HandR\x05hands\x12\x14\n" +
 	"\x05floor\x18\x02 \x03(\x05R\x05floor\x12\x14\n" +
 	"\x05stock\x18\x03 \x03(\x05R\x05stock\x12\x16\n" +
-	"\x06dealer\x18\x04 \x01(\x05R\x06dealer\"\x95\x02\n" +
+	"\x06dealer\x18\x04 \x01(\x05R\x06dealer\"\xc5\x02\n" +
 	"\x11CreateGameRequest\x12\x16\n" +
 	"\x06preset\x18\x01 \x01(\tR\x06preset\x12\x18\n" +
 	"\aplayers\x18\x02 \x01(\x05R\aplayers\x12.\n" +
@@ -7483,9 +8051,37 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x04seed\x18\x04 \x01(\x04H\x00R\x04seed\x88\x01\x01\x12#\n" +
 	"\x04deal\x18\x05 \x01(\v2\x0f.gostop.v1.DealR\x04deal\x12\x1b\n" +
 	"\x06rounds\x18\x06 \x01(\x05H\x01R\x06rounds\x88\x01\x01\x12/\n" +
-	"\tbot_seats\x18\a \x03(\v2\x12.gostop.v1.BotSeatR\bbotSeatsB\a\n" +
+	"\tbot_seats\x18\a \x03(\v2\x12.gostop.v1.BotSeatR\bbotSeats\x12.\n" +
+	"\x05clock\x18\b \x01(\v2\x18.gostop.v1.ClockSettingsR\x05clockB\a\n" +
 	"\x05_seedB\t\n" +
-	"\a_rounds\"L\n" +
+	"\a_rounds\"\xbb\x01\n" +
+	"\rClockSettings\x12\x1f\n" +
+	"\vdecision_ms\x18\x01 \x01(\x05R\n" +
+	"decisionMs\x12\x17\n" +
+	"\abank_ms\x18\x02 \x01(\x05R\x06bankMs\x12\x16\n" +
+	"\x06policy\x18\x03 \x01(\tR\x06policy\x12\x1d\n" +
+	"\n" +
+	"away_after\x18\x04 \x01(\x05R\tawayAfter\x12'\n" +
+	"\rauto_pause_ms\x18\x05 \x01(\x05H\x00R\vautoPauseMs\x88\x01\x01B\x10\n" +
+	"\x0e_auto_pause_ms\"\xb8\x01\n" +
+	"\n" +
+	"TableClock\x124\n" +
+	"\bsettings\x18\x01 \x01(\v2\x18.gostop.v1.ClockSettingsR\bsettings\x12\x12\n" +
+	"\x04seat\x18\x02 \x01(\x05R\x04seat\x12\x1d\n" +
+	"\n" +
+	"started_ms\x18\x03 \x01(\x03R\tstartedMs\x12 \n" +
+	"\fbank_from_ms\x18\x04 \x01(\x03R\n" +
+	"bankFromMs\x12\x1f\n" +
+	"\vdeadline_ms\x18\x05 \x01(\x03R\n" +
+	"deadlineMs\"\\\n" +
+	"\x12SetAutoPlayRequest\x12\x17\n" +
+	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12\x0e\n" +
+	"\x02on\x18\x02 \x01(\bR\x02on\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"X\n" +
+	"\x13SetAutoPlayResponse\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\x03R\aversion\x12'\n" +
+	"\x04view\x18\x02 \x01(\v2\x13.gostop.v1.GameViewR\x04view\"L\n" +
 	"\aBotSeat\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x10\n" +
 	"\x03bot\x18\x02 \x01(\tR\x03bot\x12\x1b\n" +
@@ -7643,7 +8239,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x06chodan\x18\r \x01(\x05R\x06chodan\x12\x0e\n" +
 	"\x02pi\x18\x0e \x01(\x05R\x02pi\x12\x14\n" +
 	"\x05sseul\x18\x0f \x01(\x05R\x05sseul\x12\x14\n" +
-	"\x05total\x18\x10 \x01(\x05R\x05total\"\xb6\x04\n" +
+	"\x05total\x18\x10 \x01(\x05R\x05total\"\x9c\x05\n" +
 	"\bSeatView\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\bR\x06active\x12\x1b\n" +
@@ -7670,7 +8266,11 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\tdry_turns\x18\x11 \x01(\x05R\bdryTurns\x12\"\n" +
 	"\rlast_go_order\x18\x12 \x01(\x05R\vlastGoOrder\x12\x14\n" +
 	"\x05sseul\x18\x13 \x01(\x05R\x05sseul\x12&\n" +
-	"\x05reach\x18\x14 \x01(\v2\x10.gostop.v1.ReachR\x05reach\"\xee\x01\n" +
+	"\x05reach\x18\x14 \x01(\v2\x10.gostop.v1.ReachR\x05reach\x12\x17\n" +
+	"\abank_ms\x18\x15 \x01(\x05R\x06bankMs\x12\x12\n" +
+	"\x04away\x18\x16 \x01(\bR\x04away\x12\x1b\n" +
+	"\tauto_play\x18\x17 \x01(\bR\bautoPlay\x12\x1a\n" +
+	"\btimeouts\x18\x18 \x01(\x05R\btimeouts\"\xee\x01\n" +
 	"\x05Reach\x12+\n" +
 	"\x06godori\x18\x01 \x01(\v2\x13.gostop.v1.SetReachR\x06godori\x12-\n" +
 	"\ahongdan\x18\x02 \x01(\v2\x13.gostop.v1.SetReachR\ahongdan\x121\n" +
@@ -7745,7 +8345,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x04wins\x18\x05 \x03(\x05R\x04wins\x12\x16\n" +
 	"\x06losses\x18\x06 \x03(\x05R\x06losses\x12\x14\n" +
 	"\x05draws\x18\a \x03(\x05R\x05draws\x12\x1a\n" +
-	"\bfinished\x18\b \x01(\bR\bfinished\"\xdc\a\n" +
+	"\bfinished\x18\b \x01(\bR\bfinished\"\x89\b\n" +
 	"\bGameView\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12\x16\n" +
 	"\x06viewer\x18\x02 \x01(\x05R\x06viewer\x12\x16\n" +
@@ -7776,7 +8376,8 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x05plays\x18\x17 \x03(\v2\x15.gostop.v1.PlayRecordR\x05plays\x12/\n" +
 	"\tbot_seats\x18\x18 \x03(\v2\x12.gostop.v1.BotSeatR\bbotSeats\x129\n" +
 	"\fstop_preview\x18\x19 \x01(\v2\x16.gostop.v1.StopPreviewR\vstopPreview\x12?\n" +
-	"\x0egukjin_preview\x18\x1a \x01(\v2\x18.gostop.v1.GukjinPreviewR\rgukjinPreview\"\x86\x02\n" +
+	"\x0egukjin_preview\x18\x1a \x01(\v2\x18.gostop.v1.GukjinPreviewR\rgukjinPreview\x12+\n" +
+	"\x05clock\x18\x1b \x01(\v2\x15.gostop.v1.TableClockR\x05clock\"\x86\x02\n" +
 	"\vStopPreview\x125\n" +
 	"\n" +
 	"settlement\x18\x01 \x01(\v2\x15.gostop.v1.SettlementR\n" +
@@ -7801,7 +8402,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\x05R\x06action\x12\x14\n" +
 	"\x05floor\x18\x03 \x03(\x05R\x05floor\x12\x14\n" +
-	"\x05piles\x18\x04 \x03(\x05R\x05piles\"\x81\f\n" +
+	"\x05piles\x18\x04 \x03(\x05R\x05piles\"\xb7\r\n" +
 	"\x05Event\x12.\n" +
 	"\aredealt\x18\x01 \x01(\v2\x12.gostop.v1.RedealtH\x00R\aredealt\x12(\n" +
 	"\x05dealt\x18\x02 \x01(\v2\x10.gostop.v1.DealtH\x00R\x05dealt\x12A\n" +
@@ -7834,8 +8435,22 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"instantWin\x12;\n" +
 	"\finstant_loss\x18\x1a \x01(\v2\x16.gostop.v1.InstantLossH\x00R\vinstantLoss\x12+\n" +
 	"\x06nagari\x18\x1b \x01(\v2\x11.gostop.v1.NagariH\x00R\x06nagari\x12>\n" +
-	"\rround_settled\x18\x1c \x01(\v2\x17.gostop.v1.RoundSettledH\x00R\froundSettledB\x06\n" +
-	"\x04kind\"7\n" +
+	"\rround_settled\x18\x1c \x01(\v2\x17.gostop.v1.RoundSettledH\x00R\froundSettled\x12B\n" +
+	"\x0fplayed_for_seat\x18\x1d \x01(\v2\x18.gostop.v1.PlayedForSeatH\x00R\rplayedForSeat\x122\n" +
+	"\tseat_away\x18\x1e \x01(\v2\x13.gostop.v1.SeatAwayH\x00R\bseatAway\x12<\n" +
+	"\rauto_play_set\x18\x1f \x01(\v2\x16.gostop.v1.AutoPlaySetH\x00R\vautoPlaySetB\x06\n" +
+	"\x04kind\"|\n" +
+	"\rPlayedForSeat\x12\x12\n" +
+	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x16\n" +
+	"\x06policy\x18\x02 \x01(\tR\x06policy\x12)\n" +
+	"\x06action\x18\x03 \x01(\v2\x11.gostop.v1.ActionR\x06action\x12\x14\n" +
+	"\x05cause\x18\x04 \x01(\tR\x05cause\"2\n" +
+	"\bSeatAway\x12\x12\n" +
+	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x12\n" +
+	"\x04away\x18\x02 \x01(\bR\x04away\"1\n" +
+	"\vAutoPlaySet\x12\x12\n" +
+	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x0e\n" +
+	"\x02on\x18\x02 \x01(\bR\x02on\"7\n" +
 	"\aRedealt\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05month\x18\x02 \x01(\x05R\x05month\"\x93\x01\n" +
@@ -8007,7 +8622,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\fPHASE_GUKJIN\x10\x06\x12\x11\n" +
 	"\rPHASE_GO_STOP\x10\a\x12\x0e\n" +
 	"\n" +
-	"PHASE_OVER\x10\b2\xad\x04\n" +
+	"PHASE_OVER\x10\b2\xfb\x04\n" +
 	"\vGameService\x12T\n" +
 	"\fListRuleSets\x12\x1e.gostop.v1.ListRuleSetsRequest\x1a\x1f.gostop.v1.ListRuleSetsResponse\"\x03\x90\x02\x01\x12I\n" +
 	"\n" +
@@ -8017,7 +8632,8 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\tWatchGame\x12\x1b.gostop.v1.WatchGameRequest\x1a\x1c.gostop.v1.WatchGameResponse0\x01\x12I\n" +
 	"\n" +
 	"GetGameLog\x12\x1c.gostop.v1.GetGameLogRequest\x1a\x1d.gostop.v1.GetGameLogResponse\x12U\n" +
-	"\x0eStartNextRound\x12 .gostop.v1.StartNextRoundRequest\x1a!.gostop.v1.StartNextRoundResponseB\x9b\x01\n" +
+	"\x0eStartNextRound\x12 .gostop.v1.StartNextRoundRequest\x1a!.gostop.v1.StartNextRoundResponse\x12L\n" +
+	"\vSetAutoPlay\x12\x1d.gostop.v1.SetAutoPlayRequest\x1a\x1e.gostop.v1.SetAutoPlayResponseB\x9b\x01\n" +
 	"\rcom.gostop.v1B\tGameProtoP\x01Z:github.com/gostop/gostop/clients/go/gen/gostop/v1;gostopv1\xa2\x02\x03GXX\xaa\x02\tGostop.V1\xca\x02\tGostop\\V1\xe2\x02\x15Gostop\\V1\\GPBMetadata\xea\x02\n" +
 	"Gostop::V1b\x06proto3"
 
@@ -8034,7 +8650,7 @@ func file_gostop_v1_game_proto_rawDescGZIP() []byte {
 }
 
 var file_gostop_v1_game_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
+var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 94)
 var file_gostop_v1_game_proto_goTypes = []any{
 	(GoScoring)(0),                 // 0: gostop.v1.GoScoring
 	(LastActionGo)(0),              // 1: gostop.v1.LastActionGo
@@ -8056,84 +8672,91 @@ var file_gostop_v1_game_proto_goTypes = []any{
 	(*Hand)(nil),                   // 17: gostop.v1.Hand
 	(*Deal)(nil),                   // 18: gostop.v1.Deal
 	(*CreateGameRequest)(nil),      // 19: gostop.v1.CreateGameRequest
-	(*BotSeat)(nil),                // 20: gostop.v1.BotSeat
-	(*SeatToken)(nil),              // 21: gostop.v1.SeatToken
-	(*CreateGameResponse)(nil),     // 22: gostop.v1.CreateGameResponse
-	(*DealCommitment)(nil),         // 23: gostop.v1.DealCommitment
-	(*DealReveal)(nil),             // 24: gostop.v1.DealReveal
-	(*GetGameRequest)(nil),         // 25: gostop.v1.GetGameRequest
-	(*GetGameResponse)(nil),        // 26: gostop.v1.GetGameResponse
-	(*Action)(nil),                 // 27: gostop.v1.Action
-	(*PlayCard)(nil),               // 28: gostop.v1.PlayCard
-	(*Bomb)(nil),                   // 29: gostop.v1.Bomb
-	(*FlipOnly)(nil),               // 30: gostop.v1.FlipOnly
-	(*ChooseCapture)(nil),          // 31: gostop.v1.ChooseCapture
-	(*KeepGukjin)(nil),             // 32: gostop.v1.KeepGukjin
-	(*ConvertGukjin)(nil),          // 33: gostop.v1.ConvertGukjin
-	(*Go)(nil),                     // 34: gostop.v1.Go
-	(*Stop)(nil),                   // 35: gostop.v1.Stop
-	(*JoinRound)(nil),              // 36: gostop.v1.JoinRound
-	(*SitOut)(nil),                 // 37: gostop.v1.SitOut
-	(*SellGwang)(nil),              // 38: gostop.v1.SellGwang
-	(*DeclineGwangSale)(nil),       // 39: gostop.v1.DeclineGwangSale
-	(*LegalAction)(nil),            // 40: gostop.v1.LegalAction
-	(*CaptureHint)(nil),            // 41: gostop.v1.CaptureHint
-	(*SubmitActionRequest)(nil),    // 42: gostop.v1.SubmitActionRequest
-	(*TurnResult)(nil),             // 43: gostop.v1.TurnResult
-	(*SubmitActionResponse)(nil),   // 44: gostop.v1.SubmitActionResponse
-	(*StartNextRoundRequest)(nil),  // 45: gostop.v1.StartNextRoundRequest
-	(*StartNextRoundResponse)(nil), // 46: gostop.v1.StartNextRoundResponse
-	(*WatchGameRequest)(nil),       // 47: gostop.v1.WatchGameRequest
-	(*WatchGameResponse)(nil),      // 48: gostop.v1.WatchGameResponse
-	(*GetGameLogRequest)(nil),      // 49: gostop.v1.GetGameLogRequest
-	(*LogEntry)(nil),               // 50: gostop.v1.LogEntry
-	(*GetGameLogResponse)(nil),     // 51: gostop.v1.GetGameLogResponse
-	(*Score)(nil),                  // 52: gostop.v1.Score
-	(*SeatView)(nil),               // 53: gostop.v1.SeatView
-	(*Reach)(nil),                  // 54: gostop.v1.Reach
-	(*SetReach)(nil),               // 55: gostop.v1.SetReach
-	(*TurnContext)(nil),            // 56: gostop.v1.TurnContext
-	(*Stack)(nil),                  // 57: gostop.v1.Stack
-	(*Pending)(nil),                // 58: gostop.v1.Pending
-	(*Factor)(nil),                 // 59: gostop.v1.Factor
-	(*Payment)(nil),                // 60: gostop.v1.Payment
-	(*Bill)(nil),                   // 61: gostop.v1.Bill
-	(*Settlement)(nil),             // 62: gostop.v1.Settlement
-	(*MatchSummary)(nil),           // 63: gostop.v1.MatchSummary
-	(*GameView)(nil),               // 64: gostop.v1.GameView
-	(*StopPreview)(nil),            // 65: gostop.v1.StopPreview
-	(*GoTerms)(nil),                // 66: gostop.v1.GoTerms
-	(*GukjinPreview)(nil),          // 67: gostop.v1.GukjinPreview
-	(*PlayRecord)(nil),             // 68: gostop.v1.PlayRecord
-	(*Event)(nil),                  // 69: gostop.v1.Event
-	(*Redealt)(nil),                // 70: gostop.v1.Redealt
-	(*Dealt)(nil),                  // 71: gostop.v1.Dealt
-	(*BonusCaptured)(nil),          // 72: gostop.v1.BonusCaptured
-	(*SatOut)(nil),                 // 73: gostop.v1.SatOut
-	(*JoinedRound)(nil),            // 74: gostop.v1.JoinedRound
-	(*GwangSold)(nil),              // 75: gostop.v1.GwangSold
-	(*CardPlayed)(nil),             // 76: gostop.v1.CardPlayed
-	(*Shaken)(nil),                 // 77: gostop.v1.Shaken
-	(*Bombed)(nil),                 // 78: gostop.v1.Bombed
-	(*FlipOnlyUsed)(nil),           // 79: gostop.v1.FlipOnlyUsed
-	(*CardFlipped)(nil),            // 80: gostop.v1.CardFlipped
-	(*CardLaid)(nil),               // 81: gostop.v1.CardLaid
-	(*Captured)(nil),               // 82: gostop.v1.Captured
-	(*PpeokFormed)(nil),            // 83: gostop.v1.PpeokFormed
-	(*PpeokRecaptured)(nil),        // 84: gostop.v1.PpeokRecaptured
-	(*Jjok)(nil),                   // 85: gostop.v1.Jjok
-	(*Ttadak)(nil),                 // 86: gostop.v1.Ttadak
-	(*Sseul)(nil),                  // 87: gostop.v1.Sseul
-	(*PiStolen)(nil),               // 88: gostop.v1.PiStolen
-	(*GukjinDecided)(nil),          // 89: gostop.v1.GukjinDecided
-	(*ScoreChanged)(nil),           // 90: gostop.v1.ScoreChanged
-	(*WentGo)(nil),                 // 91: gostop.v1.WentGo
-	(*Stopped)(nil),                // 92: gostop.v1.Stopped
-	(*InstantPaid)(nil),            // 93: gostop.v1.InstantPaid
-	(*InstantWin)(nil),             // 94: gostop.v1.InstantWin
-	(*InstantLoss)(nil),            // 95: gostop.v1.InstantLoss
-	(*Nagari)(nil),                 // 96: gostop.v1.Nagari
-	(*RoundSettled)(nil),           // 97: gostop.v1.RoundSettled
+	(*ClockSettings)(nil),          // 20: gostop.v1.ClockSettings
+	(*TableClock)(nil),             // 21: gostop.v1.TableClock
+	(*SetAutoPlayRequest)(nil),     // 22: gostop.v1.SetAutoPlayRequest
+	(*SetAutoPlayResponse)(nil),    // 23: gostop.v1.SetAutoPlayResponse
+	(*BotSeat)(nil),                // 24: gostop.v1.BotSeat
+	(*SeatToken)(nil),              // 25: gostop.v1.SeatToken
+	(*CreateGameResponse)(nil),     // 26: gostop.v1.CreateGameResponse
+	(*DealCommitment)(nil),         // 27: gostop.v1.DealCommitment
+	(*DealReveal)(nil),             // 28: gostop.v1.DealReveal
+	(*GetGameRequest)(nil),         // 29: gostop.v1.GetGameRequest
+	(*GetGameResponse)(nil),        // 30: gostop.v1.GetGameResponse
+	(*Action)(nil),                 // 31: gostop.v1.Action
+	(*PlayCard)(nil),               // 32: gostop.v1.PlayCard
+	(*Bomb)(nil),                   // 33: gostop.v1.Bomb
+	(*FlipOnly)(nil),               // 34: gostop.v1.FlipOnly
+	(*ChooseCapture)(nil),          // 35: gostop.v1.ChooseCapture
+	(*KeepGukjin)(nil),             // 36: gostop.v1.KeepGukjin
+	(*ConvertGukjin)(nil),          // 37: gostop.v1.ConvertGukjin
+	(*Go)(nil),                     // 38: gostop.v1.Go
+	(*Stop)(nil),                   // 39: gostop.v1.Stop
+	(*JoinRound)(nil),              // 40: gostop.v1.JoinRound
+	(*SitOut)(nil),                 // 41: gostop.v1.SitOut
+	(*SellGwang)(nil),              // 42: gostop.v1.SellGwang
+	(*DeclineGwangSale)(nil),       // 43: gostop.v1.DeclineGwangSale
+	(*LegalAction)(nil),            // 44: gostop.v1.LegalAction
+	(*CaptureHint)(nil),            // 45: gostop.v1.CaptureHint
+	(*SubmitActionRequest)(nil),    // 46: gostop.v1.SubmitActionRequest
+	(*TurnResult)(nil),             // 47: gostop.v1.TurnResult
+	(*SubmitActionResponse)(nil),   // 48: gostop.v1.SubmitActionResponse
+	(*StartNextRoundRequest)(nil),  // 49: gostop.v1.StartNextRoundRequest
+	(*StartNextRoundResponse)(nil), // 50: gostop.v1.StartNextRoundResponse
+	(*WatchGameRequest)(nil),       // 51: gostop.v1.WatchGameRequest
+	(*WatchGameResponse)(nil),      // 52: gostop.v1.WatchGameResponse
+	(*GetGameLogRequest)(nil),      // 53: gostop.v1.GetGameLogRequest
+	(*LogEntry)(nil),               // 54: gostop.v1.LogEntry
+	(*GetGameLogResponse)(nil),     // 55: gostop.v1.GetGameLogResponse
+	(*Score)(nil),                  // 56: gostop.v1.Score
+	(*SeatView)(nil),               // 57: gostop.v1.SeatView
+	(*Reach)(nil),                  // 58: gostop.v1.Reach
+	(*SetReach)(nil),               // 59: gostop.v1.SetReach
+	(*TurnContext)(nil),            // 60: gostop.v1.TurnContext
+	(*Stack)(nil),                  // 61: gostop.v1.Stack
+	(*Pending)(nil),                // 62: gostop.v1.Pending
+	(*Factor)(nil),                 // 63: gostop.v1.Factor
+	(*Payment)(nil),                // 64: gostop.v1.Payment
+	(*Bill)(nil),                   // 65: gostop.v1.Bill
+	(*Settlement)(nil),             // 66: gostop.v1.Settlement
+	(*MatchSummary)(nil),           // 67: gostop.v1.MatchSummary
+	(*GameView)(nil),               // 68: gostop.v1.GameView
+	(*StopPreview)(nil),            // 69: gostop.v1.StopPreview
+	(*GoTerms)(nil),                // 70: gostop.v1.GoTerms
+	(*GukjinPreview)(nil),          // 71: gostop.v1.GukjinPreview
+	(*PlayRecord)(nil),             // 72: gostop.v1.PlayRecord
+	(*Event)(nil),                  // 73: gostop.v1.Event
+	(*PlayedForSeat)(nil),          // 74: gostop.v1.PlayedForSeat
+	(*SeatAway)(nil),               // 75: gostop.v1.SeatAway
+	(*AutoPlaySet)(nil),            // 76: gostop.v1.AutoPlaySet
+	(*Redealt)(nil),                // 77: gostop.v1.Redealt
+	(*Dealt)(nil),                  // 78: gostop.v1.Dealt
+	(*BonusCaptured)(nil),          // 79: gostop.v1.BonusCaptured
+	(*SatOut)(nil),                 // 80: gostop.v1.SatOut
+	(*JoinedRound)(nil),            // 81: gostop.v1.JoinedRound
+	(*GwangSold)(nil),              // 82: gostop.v1.GwangSold
+	(*CardPlayed)(nil),             // 83: gostop.v1.CardPlayed
+	(*Shaken)(nil),                 // 84: gostop.v1.Shaken
+	(*Bombed)(nil),                 // 85: gostop.v1.Bombed
+	(*FlipOnlyUsed)(nil),           // 86: gostop.v1.FlipOnlyUsed
+	(*CardFlipped)(nil),            // 87: gostop.v1.CardFlipped
+	(*CardLaid)(nil),               // 88: gostop.v1.CardLaid
+	(*Captured)(nil),               // 89: gostop.v1.Captured
+	(*PpeokFormed)(nil),            // 90: gostop.v1.PpeokFormed
+	(*PpeokRecaptured)(nil),        // 91: gostop.v1.PpeokRecaptured
+	(*Jjok)(nil),                   // 92: gostop.v1.Jjok
+	(*Ttadak)(nil),                 // 93: gostop.v1.Ttadak
+	(*Sseul)(nil),                  // 94: gostop.v1.Sseul
+	(*PiStolen)(nil),               // 95: gostop.v1.PiStolen
+	(*GukjinDecided)(nil),          // 96: gostop.v1.GukjinDecided
+	(*ScoreChanged)(nil),           // 97: gostop.v1.ScoreChanged
+	(*WentGo)(nil),                 // 98: gostop.v1.WentGo
+	(*Stopped)(nil),                // 99: gostop.v1.Stopped
+	(*InstantPaid)(nil),            // 100: gostop.v1.InstantPaid
+	(*InstantWin)(nil),             // 101: gostop.v1.InstantWin
+	(*InstantLoss)(nil),            // 102: gostop.v1.InstantLoss
+	(*Nagari)(nil),                 // 103: gostop.v1.Nagari
+	(*RoundSettled)(nil),           // 104: gostop.v1.RoundSettled
 }
 var file_gostop_v1_game_proto_depIdxs = []int32{
 	0,   // 0: gostop.v1.Rules.go_scoring:type_name -> gostop.v1.GoScoring
@@ -8152,129 +8775,139 @@ var file_gostop_v1_game_proto_depIdxs = []int32{
 	17,  // 13: gostop.v1.Deal.hands:type_name -> gostop.v1.Hand
 	11,  // 14: gostop.v1.CreateGameRequest.overrides:type_name -> gostop.v1.Rules
 	18,  // 15: gostop.v1.CreateGameRequest.deal:type_name -> gostop.v1.Deal
-	20,  // 16: gostop.v1.CreateGameRequest.bot_seats:type_name -> gostop.v1.BotSeat
-	21,  // 17: gostop.v1.CreateGameResponse.seats:type_name -> gostop.v1.SeatToken
-	64,  // 18: gostop.v1.CreateGameResponse.view:type_name -> gostop.v1.GameView
-	11,  // 19: gostop.v1.CreateGameResponse.rules:type_name -> gostop.v1.Rules
-	23,  // 20: gostop.v1.CreateGameResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
-	20,  // 21: gostop.v1.CreateGameResponse.bot_seats:type_name -> gostop.v1.BotSeat
-	9,   // 22: gostop.v1.DealCommitment.source:type_name -> gostop.v1.DealSource
-	64,  // 23: gostop.v1.GetGameResponse.view:type_name -> gostop.v1.GameView
-	28,  // 24: gostop.v1.Action.play_card:type_name -> gostop.v1.PlayCard
-	29,  // 25: gostop.v1.Action.bomb:type_name -> gostop.v1.Bomb
-	30,  // 26: gostop.v1.Action.flip_only:type_name -> gostop.v1.FlipOnly
-	31,  // 27: gostop.v1.Action.choose_capture:type_name -> gostop.v1.ChooseCapture
-	32,  // 28: gostop.v1.Action.keep_gukjin:type_name -> gostop.v1.KeepGukjin
-	33,  // 29: gostop.v1.Action.convert_gukjin:type_name -> gostop.v1.ConvertGukjin
-	34,  // 30: gostop.v1.Action.go:type_name -> gostop.v1.Go
-	35,  // 31: gostop.v1.Action.stop:type_name -> gostop.v1.Stop
-	36,  // 32: gostop.v1.Action.join_round:type_name -> gostop.v1.JoinRound
-	37,  // 33: gostop.v1.Action.sit_out:type_name -> gostop.v1.SitOut
-	38,  // 34: gostop.v1.Action.sell_gwang:type_name -> gostop.v1.SellGwang
-	39,  // 35: gostop.v1.Action.decline_gwang_sale:type_name -> gostop.v1.DeclineGwangSale
-	27,  // 36: gostop.v1.LegalAction.action:type_name -> gostop.v1.Action
-	41,  // 37: gostop.v1.LegalAction.capture:type_name -> gostop.v1.CaptureHint
-	27,  // 38: gostop.v1.SubmitActionRequest.structured:type_name -> gostop.v1.Action
-	69,  // 39: gostop.v1.TurnResult.events:type_name -> gostop.v1.Event
-	64,  // 40: gostop.v1.TurnResult.view:type_name -> gostop.v1.GameView
-	62,  // 41: gostop.v1.TurnResult.settlement:type_name -> gostop.v1.Settlement
-	43,  // 42: gostop.v1.SubmitActionResponse.result:type_name -> gostop.v1.TurnResult
-	43,  // 43: gostop.v1.StartNextRoundResponse.result:type_name -> gostop.v1.TurnResult
-	69,  // 44: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
-	64,  // 45: gostop.v1.WatchGameResponse.view:type_name -> gostop.v1.GameView
-	69,  // 46: gostop.v1.WatchGameResponse.events:type_name -> gostop.v1.Event
-	27,  // 47: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
-	69,  // 48: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
-	50,  // 49: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
-	11,  // 50: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
-	18,  // 51: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
-	23,  // 52: gostop.v1.GetGameLogResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
-	24,  // 53: gostop.v1.GetGameLogResponse.deal_reveal:type_name -> gostop.v1.DealReveal
-	52,  // 54: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
-	54,  // 55: gostop.v1.SeatView.reach:type_name -> gostop.v1.Reach
-	55,  // 56: gostop.v1.Reach.godori:type_name -> gostop.v1.SetReach
-	55,  // 57: gostop.v1.Reach.hongdan:type_name -> gostop.v1.SetReach
-	55,  // 58: gostop.v1.Reach.cheongdan:type_name -> gostop.v1.SetReach
-	55,  // 59: gostop.v1.Reach.chodan:type_name -> gostop.v1.SetReach
-	55,  // 60: gostop.v1.Reach.gwang:type_name -> gostop.v1.SetReach
-	52,  // 61: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
-	10,  // 62: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
-	59,  // 63: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
-	52,  // 64: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
-	59,  // 65: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
-	61,  // 66: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
-	60,  // 67: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
-	10,  // 68: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
-	57,  // 69: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
-	53,  // 70: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
-	58,  // 71: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
-	40,  // 72: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
-	60,  // 73: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
-	62,  // 74: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
-	63,  // 75: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
-	11,  // 76: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
-	56,  // 77: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
-	68,  // 78: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
-	20,  // 79: gostop.v1.GameView.bot_seats:type_name -> gostop.v1.BotSeat
-	65,  // 80: gostop.v1.GameView.stop_preview:type_name -> gostop.v1.StopPreview
-	67,  // 81: gostop.v1.GameView.gukjin_preview:type_name -> gostop.v1.GukjinPreview
-	62,  // 82: gostop.v1.StopPreview.settlement:type_name -> gostop.v1.Settlement
-	66,  // 83: gostop.v1.StopPreview.now:type_name -> gostop.v1.GoTerms
-	66,  // 84: gostop.v1.StopPreview.next_go:type_name -> gostop.v1.GoTerms
-	62,  // 85: gostop.v1.StopPreview.go_settlement:type_name -> gostop.v1.Settlement
-	52,  // 86: gostop.v1.GukjinPreview.keep:type_name -> gostop.v1.Score
-	52,  // 87: gostop.v1.GukjinPreview.convert:type_name -> gostop.v1.Score
-	70,  // 88: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
-	71,  // 89: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
-	72,  // 90: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
-	73,  // 91: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
-	74,  // 92: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
-	75,  // 93: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
-	76,  // 94: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
-	77,  // 95: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
-	78,  // 96: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
-	79,  // 97: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
-	80,  // 98: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
-	81,  // 99: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
-	82,  // 100: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
-	83,  // 101: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
-	84,  // 102: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
-	85,  // 103: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
-	86,  // 104: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
-	87,  // 105: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
-	88,  // 106: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
-	89,  // 107: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
-	90,  // 108: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
-	91,  // 109: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
-	92,  // 110: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
-	93,  // 111: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
-	94,  // 112: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
-	95,  // 113: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
-	96,  // 114: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
-	97,  // 115: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
-	17,  // 116: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
-	52,  // 117: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
-	60,  // 118: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
-	62,  // 119: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
-	15,  // 120: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
-	19,  // 121: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
-	25,  // 122: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
-	42,  // 123: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
-	47,  // 124: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
-	49,  // 125: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
-	45,  // 126: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
-	16,  // 127: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
-	22,  // 128: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
-	26,  // 129: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
-	44,  // 130: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
-	48,  // 131: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
-	51,  // 132: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
-	46,  // 133: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
-	127, // [127:134] is the sub-list for method output_type
-	120, // [120:127] is the sub-list for method input_type
-	120, // [120:120] is the sub-list for extension type_name
-	120, // [120:120] is the sub-list for extension extendee
-	0,   // [0:120] is the sub-list for field type_name
+	24,  // 16: gostop.v1.CreateGameRequest.bot_seats:type_name -> gostop.v1.BotSeat
+	20,  // 17: gostop.v1.CreateGameRequest.clock:type_name -> gostop.v1.ClockSettings
+	20,  // 18: gostop.v1.TableClock.settings:type_name -> gostop.v1.ClockSettings
+	68,  // 19: gostop.v1.SetAutoPlayResponse.view:type_name -> gostop.v1.GameView
+	25,  // 20: gostop.v1.CreateGameResponse.seats:type_name -> gostop.v1.SeatToken
+	68,  // 21: gostop.v1.CreateGameResponse.view:type_name -> gostop.v1.GameView
+	11,  // 22: gostop.v1.CreateGameResponse.rules:type_name -> gostop.v1.Rules
+	27,  // 23: gostop.v1.CreateGameResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
+	24,  // 24: gostop.v1.CreateGameResponse.bot_seats:type_name -> gostop.v1.BotSeat
+	9,   // 25: gostop.v1.DealCommitment.source:type_name -> gostop.v1.DealSource
+	68,  // 26: gostop.v1.GetGameResponse.view:type_name -> gostop.v1.GameView
+	32,  // 27: gostop.v1.Action.play_card:type_name -> gostop.v1.PlayCard
+	33,  // 28: gostop.v1.Action.bomb:type_name -> gostop.v1.Bomb
+	34,  // 29: gostop.v1.Action.flip_only:type_name -> gostop.v1.FlipOnly
+	35,  // 30: gostop.v1.Action.choose_capture:type_name -> gostop.v1.ChooseCapture
+	36,  // 31: gostop.v1.Action.keep_gukjin:type_name -> gostop.v1.KeepGukjin
+	37,  // 32: gostop.v1.Action.convert_gukjin:type_name -> gostop.v1.ConvertGukjin
+	38,  // 33: gostop.v1.Action.go:type_name -> gostop.v1.Go
+	39,  // 34: gostop.v1.Action.stop:type_name -> gostop.v1.Stop
+	40,  // 35: gostop.v1.Action.join_round:type_name -> gostop.v1.JoinRound
+	41,  // 36: gostop.v1.Action.sit_out:type_name -> gostop.v1.SitOut
+	42,  // 37: gostop.v1.Action.sell_gwang:type_name -> gostop.v1.SellGwang
+	43,  // 38: gostop.v1.Action.decline_gwang_sale:type_name -> gostop.v1.DeclineGwangSale
+	31,  // 39: gostop.v1.LegalAction.action:type_name -> gostop.v1.Action
+	45,  // 40: gostop.v1.LegalAction.capture:type_name -> gostop.v1.CaptureHint
+	31,  // 41: gostop.v1.SubmitActionRequest.structured:type_name -> gostop.v1.Action
+	73,  // 42: gostop.v1.TurnResult.events:type_name -> gostop.v1.Event
+	68,  // 43: gostop.v1.TurnResult.view:type_name -> gostop.v1.GameView
+	66,  // 44: gostop.v1.TurnResult.settlement:type_name -> gostop.v1.Settlement
+	47,  // 45: gostop.v1.SubmitActionResponse.result:type_name -> gostop.v1.TurnResult
+	47,  // 46: gostop.v1.StartNextRoundResponse.result:type_name -> gostop.v1.TurnResult
+	73,  // 47: gostop.v1.WatchGameResponse.event:type_name -> gostop.v1.Event
+	68,  // 48: gostop.v1.WatchGameResponse.view:type_name -> gostop.v1.GameView
+	73,  // 49: gostop.v1.WatchGameResponse.events:type_name -> gostop.v1.Event
+	31,  // 50: gostop.v1.LogEntry.action:type_name -> gostop.v1.Action
+	73,  // 51: gostop.v1.LogEntry.events:type_name -> gostop.v1.Event
+	54,  // 52: gostop.v1.GetGameLogResponse.entries:type_name -> gostop.v1.LogEntry
+	11,  // 53: gostop.v1.GetGameLogResponse.rules:type_name -> gostop.v1.Rules
+	18,  // 54: gostop.v1.GetGameLogResponse.deal:type_name -> gostop.v1.Deal
+	27,  // 55: gostop.v1.GetGameLogResponse.deal_commitment:type_name -> gostop.v1.DealCommitment
+	28,  // 56: gostop.v1.GetGameLogResponse.deal_reveal:type_name -> gostop.v1.DealReveal
+	56,  // 57: gostop.v1.SeatView.score:type_name -> gostop.v1.Score
+	58,  // 58: gostop.v1.SeatView.reach:type_name -> gostop.v1.Reach
+	59,  // 59: gostop.v1.Reach.godori:type_name -> gostop.v1.SetReach
+	59,  // 60: gostop.v1.Reach.hongdan:type_name -> gostop.v1.SetReach
+	59,  // 61: gostop.v1.Reach.cheongdan:type_name -> gostop.v1.SetReach
+	59,  // 62: gostop.v1.Reach.chodan:type_name -> gostop.v1.SetReach
+	59,  // 63: gostop.v1.Reach.gwang:type_name -> gostop.v1.SetReach
+	56,  // 64: gostop.v1.TurnContext.before:type_name -> gostop.v1.Score
+	10,  // 65: gostop.v1.Pending.phase:type_name -> gostop.v1.Phase
+	63,  // 66: gostop.v1.Bill.factors:type_name -> gostop.v1.Factor
+	56,  // 67: gostop.v1.Settlement.score:type_name -> gostop.v1.Score
+	63,  // 68: gostop.v1.Settlement.winner_factors:type_name -> gostop.v1.Factor
+	65,  // 69: gostop.v1.Settlement.bills:type_name -> gostop.v1.Bill
+	64,  // 70: gostop.v1.Settlement.payments:type_name -> gostop.v1.Payment
+	10,  // 71: gostop.v1.GameView.phase:type_name -> gostop.v1.Phase
+	61,  // 72: gostop.v1.GameView.stacks:type_name -> gostop.v1.Stack
+	57,  // 73: gostop.v1.GameView.seats:type_name -> gostop.v1.SeatView
+	62,  // 74: gostop.v1.GameView.pending:type_name -> gostop.v1.Pending
+	44,  // 75: gostop.v1.GameView.legal_actions:type_name -> gostop.v1.LegalAction
+	64,  // 76: gostop.v1.GameView.payments:type_name -> gostop.v1.Payment
+	66,  // 77: gostop.v1.GameView.settlement:type_name -> gostop.v1.Settlement
+	67,  // 78: gostop.v1.GameView.match:type_name -> gostop.v1.MatchSummary
+	11,  // 79: gostop.v1.GameView.rules:type_name -> gostop.v1.Rules
+	60,  // 80: gostop.v1.GameView.turn:type_name -> gostop.v1.TurnContext
+	72,  // 81: gostop.v1.GameView.plays:type_name -> gostop.v1.PlayRecord
+	24,  // 82: gostop.v1.GameView.bot_seats:type_name -> gostop.v1.BotSeat
+	69,  // 83: gostop.v1.GameView.stop_preview:type_name -> gostop.v1.StopPreview
+	71,  // 84: gostop.v1.GameView.gukjin_preview:type_name -> gostop.v1.GukjinPreview
+	21,  // 85: gostop.v1.GameView.clock:type_name -> gostop.v1.TableClock
+	66,  // 86: gostop.v1.StopPreview.settlement:type_name -> gostop.v1.Settlement
+	70,  // 87: gostop.v1.StopPreview.now:type_name -> gostop.v1.GoTerms
+	70,  // 88: gostop.v1.StopPreview.next_go:type_name -> gostop.v1.GoTerms
+	66,  // 89: gostop.v1.StopPreview.go_settlement:type_name -> gostop.v1.Settlement
+	56,  // 90: gostop.v1.GukjinPreview.keep:type_name -> gostop.v1.Score
+	56,  // 91: gostop.v1.GukjinPreview.convert:type_name -> gostop.v1.Score
+	77,  // 92: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
+	78,  // 93: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
+	79,  // 94: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
+	80,  // 95: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
+	81,  // 96: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
+	82,  // 97: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
+	83,  // 98: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
+	84,  // 99: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
+	85,  // 100: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
+	86,  // 101: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
+	87,  // 102: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
+	88,  // 103: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
+	89,  // 104: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
+	90,  // 105: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
+	91,  // 106: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
+	92,  // 107: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
+	93,  // 108: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
+	94,  // 109: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
+	95,  // 110: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
+	96,  // 111: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
+	97,  // 112: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
+	98,  // 113: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
+	99,  // 114: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
+	100, // 115: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
+	101, // 116: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
+	102, // 117: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
+	103, // 118: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
+	104, // 119: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
+	74,  // 120: gostop.v1.Event.played_for_seat:type_name -> gostop.v1.PlayedForSeat
+	75,  // 121: gostop.v1.Event.seat_away:type_name -> gostop.v1.SeatAway
+	76,  // 122: gostop.v1.Event.auto_play_set:type_name -> gostop.v1.AutoPlaySet
+	31,  // 123: gostop.v1.PlayedForSeat.action:type_name -> gostop.v1.Action
+	17,  // 124: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
+	56,  // 125: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
+	64,  // 126: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
+	66,  // 127: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
+	15,  // 128: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
+	19,  // 129: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
+	29,  // 130: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
+	46,  // 131: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
+	51,  // 132: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
+	53,  // 133: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
+	49,  // 134: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
+	22,  // 135: gostop.v1.GameService.SetAutoPlay:input_type -> gostop.v1.SetAutoPlayRequest
+	16,  // 136: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
+	26,  // 137: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
+	30,  // 138: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
+	48,  // 139: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
+	52,  // 140: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
+	55,  // 141: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
+	50,  // 142: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
+	23,  // 143: gostop.v1.GameService.SetAutoPlay:output_type -> gostop.v1.SetAutoPlayResponse
+	136, // [136:144] is the sub-list for method output_type
+	128, // [128:136] is the sub-list for method input_type
+	128, // [128:128] is the sub-list for extension type_name
+	128, // [128:128] is the sub-list for extension extendee
+	0,   // [0:128] is the sub-list for field type_name
 }
 
 func init() { file_gostop_v1_game_proto_init() }
@@ -8284,8 +8917,9 @@ func file_gostop_v1_game_proto_init() {
 	}
 	file_gostop_v1_game_proto_msgTypes[0].OneofWrappers = []any{}
 	file_gostop_v1_game_proto_msgTypes[8].OneofWrappers = []any{}
-	file_gostop_v1_game_proto_msgTypes[13].OneofWrappers = []any{}
-	file_gostop_v1_game_proto_msgTypes[16].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[9].OneofWrappers = []any{}
+	file_gostop_v1_game_proto_msgTypes[17].OneofWrappers = []any{}
+	file_gostop_v1_game_proto_msgTypes[20].OneofWrappers = []any{
 		(*Action_PlayCard)(nil),
 		(*Action_Bomb)(nil),
 		(*Action_FlipOnly)(nil),
@@ -8299,11 +8933,11 @@ func file_gostop_v1_game_proto_init() {
 		(*Action_SellGwang)(nil),
 		(*Action_DeclineGwangSale)(nil),
 	}
-	file_gostop_v1_game_proto_msgTypes[31].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[35].OneofWrappers = []any{
 		(*SubmitActionRequest_ActionId)(nil),
 		(*SubmitActionRequest_Structured)(nil),
 	}
-	file_gostop_v1_game_proto_msgTypes[58].OneofWrappers = []any{
+	file_gostop_v1_game_proto_msgTypes[62].OneofWrappers = []any{
 		(*Event_Redealt)(nil),
 		(*Event_Dealt)(nil),
 		(*Event_BonusCaptured)(nil),
@@ -8332,6 +8966,9 @@ func file_gostop_v1_game_proto_init() {
 		(*Event_InstantLoss)(nil),
 		(*Event_Nagari)(nil),
 		(*Event_RoundSettled)(nil),
+		(*Event_PlayedForSeat)(nil),
+		(*Event_SeatAway)(nil),
+		(*Event_AutoPlaySet)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -8339,7 +8976,7 @@ func file_gostop_v1_game_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gostop_v1_game_proto_rawDesc), len(file_gostop_v1_game_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   87,
+			NumMessages:   94,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,7 @@ const (
 	GameService_WatchGame_FullMethodName      = "/gostop.v1.GameService/WatchGame"
 	GameService_GetGameLog_FullMethodName     = "/gostop.v1.GameService/GetGameLog"
 	GameService_StartNextRound_FullMethodName = "/gostop.v1.GameService/StartNextRound"
+	GameService_SetAutoPlay_FullMethodName    = "/gostop.v1.GameService/SetAutoPlay"
 )
 
 // GameServiceClient is the client API for GameService service.
@@ -59,6 +60,9 @@ type GameServiceClient interface {
 	GetGameLog(ctx context.Context, in *GetGameLogRequest, opts ...grpc.CallOption) (*GetGameLogResponse, error)
 	// StartNextRound deals the next round of a match once the current one is over.
 	StartNextRound(ctx context.Context, in *StartNextRoundRequest, opts ...grpc.CallOption) (*StartNextRoundResponse, error)
+	// SetAutoPlay turns auto-play (자동치기) on or off for the caller's seat of a game with a turn
+	// clock: while on, the table's bot makes the seat's decisions, each after the clock's pause.
+	SetAutoPlay(ctx context.Context, in *SetAutoPlayRequest, opts ...grpc.CallOption) (*SetAutoPlayResponse, error)
 }
 
 type gameServiceClient struct {
@@ -148,6 +152,16 @@ func (c *gameServiceClient) StartNextRound(ctx context.Context, in *StartNextRou
 	return out, nil
 }
 
+func (c *gameServiceClient) SetAutoPlay(ctx context.Context, in *SetAutoPlayRequest, opts ...grpc.CallOption) (*SetAutoPlayResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetAutoPlayResponse)
+	err := c.cc.Invoke(ctx, GameService_SetAutoPlay_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // GameServiceServer is the server API for GameService service.
 // All implementations must embed UnimplementedGameServiceServer
 // for forward compatibility.
@@ -169,6 +183,9 @@ type GameServiceServer interface {
 	GetGameLog(context.Context, *GetGameLogRequest) (*GetGameLogResponse, error)
 	// StartNextRound deals the next round of a match once the current one is over.
 	StartNextRound(context.Context, *StartNextRoundRequest) (*StartNextRoundResponse, error)
+	// SetAutoPlay turns auto-play (자동치기) on or off for the caller's seat of a game with a turn
+	// clock: while on, the table's bot makes the seat's decisions, each after the clock's pause.
+	SetAutoPlay(context.Context, *SetAutoPlayRequest) (*SetAutoPlayResponse, error)
 	mustEmbedUnimplementedGameServiceServer()
 }
 
@@ -199,6 +216,9 @@ func (UnimplementedGameServiceServer) GetGameLog(context.Context, *GetGameLogReq
 }
 func (UnimplementedGameServiceServer) StartNextRound(context.Context, *StartNextRoundRequest) (*StartNextRoundResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method StartNextRound not implemented")
+}
+func (UnimplementedGameServiceServer) SetAutoPlay(context.Context, *SetAutoPlayRequest) (*SetAutoPlayResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetAutoPlay not implemented")
 }
 func (UnimplementedGameServiceServer) mustEmbedUnimplementedGameServiceServer() {}
 func (UnimplementedGameServiceServer) testEmbeddedByValue()                     {}
@@ -340,6 +360,24 @@ func _GameService_StartNextRound_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _GameService_SetAutoPlay_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetAutoPlayRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GameServiceServer).SetAutoPlay(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GameService_SetAutoPlay_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GameServiceServer).SetAutoPlay(ctx, req.(*SetAutoPlayRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // GameService_ServiceDesc is the grpc.ServiceDesc for GameService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -370,6 +408,10 @@ var GameService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StartNextRound",
 			Handler:    _GameService_StartNextRound_Handler,
+		},
+		{
+			MethodName: "SetAutoPlay",
+			Handler:    _GameService_SetAutoPlay_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
