@@ -27,7 +27,7 @@ from .cards import CODE, HIDDEN, MONTH, NAME, card_code, month_name
 from .scoring import Score
 from .settlement import Settlement
 from .state import State
-from .table_events import AutoPlaySet, PlayedForSeat, SeatAway, TableEvent
+from .table_events import AutoPlaySet, PlayedForSeat, SeatAway, SeatPresence, TableEvent
 from .views import SPECTATOR, view
 
 
@@ -174,6 +174,8 @@ _SENTENCES: Final[Mapping[str, str | tuple[str, str]]] = {
     "came_back": "{seat} is back",
     "auto_on": "{seat} turns auto-play on",
     "auto_off": "{seat} turns auto-play off",
+    "connected": "{seat} is connected",
+    "disconnected": "{seat} is disconnected",
 }
 """The sentence of each event and of its optional parts: one for both voices, or the two side by side."""
 
@@ -200,6 +202,8 @@ def event_line(e: ev.Event | TableEvent, voice: Voice | None = None) -> str:
         return _say(v, "went_away" if e.away else "came_back", seat=seat(e.seat))
     if isinstance(e, AutoPlaySet):
         return _say(v, "auto_on" if e.on else "auto_off", seat=seat(e.seat))
+    if isinstance(e, SeatPresence):
+        return _say(v, "connected" if e.connected else "disconnected", seat=seat(e.seat))
     if isinstance(e, ev.Dealt):
         hands = " | ".join(f"{seat(i)}: {v.cards(h)}" for i, h in enumerate(e.hands))
         return _say(v, "dealt", dealer=seat(e.dealer), carry=_if(v, "carry", e.carry), hands=hands,

@@ -43,6 +43,15 @@ class AutoPlaySet:
     on: bool
 
 
-TableEvent = PlayedForSeat | SeatAway | AutoPlaySet
+@dataclass(frozen=True, slots=True)
+class SeatPresence:
+    """``seat`` connected (someone opened a stream of it) or disconnected (its last stream ended
+    and none came back within the grace period)."""
 
-TABLE_EVENT_TYPES: tuple[type, ...] = (PlayedForSeat, SeatAway, AutoPlaySet)
+    seat: int
+    connected: bool
+
+
+TableEvent = PlayedForSeat | SeatAway | AutoPlaySet | SeatPresence
+
+TABLE_EVENT_TYPES: tuple[type, ...] = (PlayedForSeat, SeatAway, AutoPlaySet, SeatPresence)

@@ -104,7 +104,8 @@ class Due:
 @dataclass(frozen=True, slots=True)
 class Table:
     """A clocked table after a step: its settings, when the decision in progress began, and per
-    seat the bank left this round, the timeouts in a row, and the away and auto-play flags."""
+    seat the bank left this round, the timeouts in a row, the away and auto-play flags, and
+    whether someone holds a stream of it (``connected``)."""
 
     settings: ClockSettings
     started_ms: int
@@ -112,21 +113,24 @@ class Table:
     timeouts: tuple[int, ...]
     away: tuple[bool, ...]
     auto: tuple[bool, ...]
+    connected: tuple[bool, ...]
 
     @classmethod
     def new(cls, settings: ClockSettings, players: int, at_ms: int) -> Table:
         return cls(settings, at_ms, (settings.bank_ms,) * players, (0,) * players, (False,) * players,
-                   (False,) * players)
+                   (False,) * players, (False,) * players)
 
     def to_doc(self) -> dict[str, Any]:
         return {"s": self.settings.to_doc(), "at": self.started_ms, "bank": list(self.banks),
-                "out": list(self.timeouts), "away": [int(a) for a in self.away], "auto": [int(a) for a in self.auto]}
+                "out": list(self.timeouts), "away": [int(a) for a in self.away], "auto": [int(a) for a in self.auto],
+                "on": [int(c) for c in self.connected]}
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Table:
+        players = len(doc["bank"])
         return cls(ClockSettings.from_doc(doc["s"]), int(doc["at"]), tuple(int(b) for b in doc["bank"]),
                    tuple(int(t) for t in doc["out"]), tuple(bool(a) for a in doc["away"]),
-                   tuple(bool(a) for a in doc["auto"]))
+                   tuple(bool(a) for a in doc["auto"]), tuple(bool(c) for c in doc.get("on", [0] * players)))
 
     def due(self, match: Match, bots: Sequence[BotSeatSpec]) -> Due | None:
         """The decision a person's seat owes now and when it falls due (None: nobody's, or a bot
@@ -172,6 +176,12 @@ class Table:
         return (replace(self, started_ms=at_ms, banks=tuple(banks), timeouts=tuple(timeouts), away=tuple(away),
                         auto=tuple(auto)), before, after)
 
+    def with_connected(self, seat: int, connected: bool) -> Table:
+        """The table with ``seat`` connected or not."""
+        flags = list(self.connected)
+        flags[seat] = connected
+        return replace(self, connected=tuple(flags))
+
     def with_auto_play(self, seat: int, on: bool) -> Table:
         """The table with ``seat``'s auto-play turned ``on`` or off (the decision in progress keeps
         its start: turning auto-play on makes it fall due a pause after it began)."""
@@ -197,6 +207,7 @@ class Table:
             seat_view.away = self.away[n]
             seat_view.auto_play = self.auto[n]
             seat_view.timeouts = self.timeouts[n]
+            seat_view.connected = self.connected[n]
 
 
 def _decider(match: Match, bots: Sequence[BotSeatSpec]) -> tuple[int | None, str]:

@@ -106,6 +106,8 @@ SETTINGS: tuple[Setting, ...] = (
             "every server and bot worker"),
     Setting("bot_claim_idle_ms", "GOSTOP_BOT_CLAIM_IDLE_MS", 15000,
             "a bot turn a worker took and did not finish in this long is claimed by another worker"),
+    Setting("presence_grace_ms", "GOSTOP_PRESENCE_GRACE_MS", 5000,
+            "a seat of a clocked table whose last stream ended is disconnected when none comes back in this long"),
 )
 
 
@@ -152,6 +154,7 @@ class Config:
     remote_bots: str = ""
     bot_shards: int = 8
     bot_claim_idle_ms: int = 15000
+    presence_grace_ms: int = 5000
 
     def keys(self, name: str) -> tuple[str, ...]:
         return tuple(k.strip() for k in getattr(self, name).split(",") if k.strip())
@@ -200,7 +203,7 @@ class Config:
         for name in ("game_ttl_seconds", "finished_ttl_seconds", "max_message_bytes", "max_actions_per_game",
                      "workers", "redis_blocking_reads", "max_connection_age_seconds",
                      "max_connection_age_grace_seconds", "max_connection_idle_seconds", "keepalive_seconds",
-                     "max_concurrent_streams", "bot_claim_idle_ms"):
+                     "max_concurrent_streams", "bot_claim_idle_ms", "presence_grace_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
         if not 1 <= self.max_concurrent_streams <= MAX_CONCURRENT_STREAMS:

@@ -32,7 +32,7 @@ from gostop.engine import (
 )
 from gostop.engine.events import Event, RoundSettled
 from gostop.engine.render import action_label
-from gostop.engine.table_events import TABLE_EVENT_TYPES, AutoPlaySet, PlayedForSeat, TableEvent
+from gostop.engine.table_events import TABLE_EVENT_TYPES, AutoPlaySet, PlayedForSeat, SeatPresence, TableEvent
 from gostop.v1 import game_pb2 as pb
 from gostop.wire import convert
 
@@ -48,6 +48,7 @@ from .errors import Code, ServiceError, denied, invalid, not_found, precondition
 from .fairness import FAIR_SCHEME, choose_seed, reveal
 from .metrics import Metrics
 from .plays import RoundPlays, round_plays
+from .presence import Presence
 from .repository import Loaded, Repository, bounded_put, pack_entry, read_entry
 from .store_api import Committed, Conflict, Duplicate, LogEntry, Missing, Store, StoreCorrupt
 from .watch import StreamSlots, ViewOf, Watches
@@ -89,6 +90,7 @@ class Games:
         self.bot_turns = BotTurns(self.repository, config, metrics)
         self.watches = Watches(self.repository, config)
         self.clocks = Clocks(self.repository, self.bot_turns, config, metrics)
+        self.presence = Presence(store, config.presence_grace_ms, self._set_presence)
         self._views: OrderedDict[tuple[str, int], tuple[int, pb.GetGameResponse]] = OrderedDict()
         """The last ``GetGame`` answer per (game, viewer), valid while the game is at its version:
         clients that poll a game they wait on get it without rebuilding the view."""
@@ -312,6 +314,10 @@ class Games:
             raise
         at_ms = now_ms()
         new_table, logged = self._table_after(table, seat, action, forced, events, kind, at_ms)
+        if forced is not None and new_table is not None and new_table.connected[seat] \
+                and not await self.presence.connected(game_id, seat):  # its holders died with their process
+            new_table = new_table.with_connected(seat, False)
+            logged.append(SeatPresence(seat, False))
         new_version = version + 1
         result.version = new_version
         result.events.extend(convert.event_to_pb(_redact(e, seat)) for e in logged)
@@ -405,32 +411,46 @@ class Games:
             if table.auto[seat] == req.on or loaded.match.finished:
                 current = self._response(req.game_id, seat, loaded._replace(table=table), bots)
                 return pb.SetAutoPlayResponse(version=current.version, view=current.view)
-            answer = await self._commit_auto_play(req, seat, digest, loaded, table.with_auto_play(seat, req.on), bots)
+            answer = await self._commit_table_step(req.game_id, seat, loaded, table.with_auto_play(seat, req.on),
+                                                   AutoPlaySet(seat, req.on), bots, req.request_id, digest)
             if answer is not None:
                 return answer
         raise ServiceError(Code.ABORTED, "CONTENDED", "the game kept moving: try again")
 
-    async def _commit_auto_play(self, req: pb.SetAutoPlayRequest, seat: int, digest: str, loaded: Loaded,
-                                table: Table, bots: BotSeats) -> pb.SetAutoPlayResponse | None:
-        """Commit the table's step after ``loaded``; None when the game moved on first."""
+    async def _set_presence(self, game_id: str, seat: int, connected: bool) -> None:
+        """Log that ``seat`` connected or disconnected, unless its table says so already."""
+        bots = await self.bot_turns.seats(game_id)
+        for _ in range(5):
+            loaded = await self.repository.load(game_id)
+            table = await self.clocks.table(game_id, loaded)
+            if table is None or loaded.match.finished or table.connected[seat] == connected:
+                return
+            event = SeatPresence(seat, connected)
+            if await self._commit_table_step(game_id, seat, loaded, table.with_connected(seat, connected), event,
+                                             bots) is not None:
+                return
+
+    async def _commit_table_step(self, game_id: str, seat: int, loaded: Loaded, table: Table, event: TableEvent,
+                                 bots: BotSeats, request_id: str = "", digest: str = ""
+                                 ) -> pb.SetAutoPlayResponse | None:
+        """Commit a step of the table alone after ``loaded`` (``seat``'s view in the answer); None
+        when the game moved on first."""
         version, match, plays, *_ = loaded
         new_version = version + 1
-        events: list[Event | TableEvent] = [AutoPlaySet(seat, req.on)]
         out = pb.SetAutoPlayResponse(version=new_version)
         if plays is None:
             plays = round_plays(match)
-        self._view(req.game_id, new_version, match, seat, out.view, plays, bots, table)
-        entry = pack_entry(new_version, "table", seat, None, req.request_id, events, match.finished,
-                           t=table.to_doc())
+        self._view(game_id, new_version, match, seat, out.view, plays, bots, table)
+        entry = pack_entry(new_version, "table", seat, None, request_id, [event], match.finished, t=table.to_doc())
         repo = self.repository
         outcome = await repo.timed("commit", self.store.commit(
-            req.game_id, version, None, entry, repo.ttl_ms(match), req.request_id, digest,
-            compact.pack("resp", out.SerializeToString()) if req.request_id else b""))
+            game_id, version, None, entry, repo.ttl_ms(match), request_id, digest,
+            compact.pack("resp", out.SerializeToString()) if request_id else b""))
         if isinstance(outcome, Committed):
-            repo.remember(req.game_id, new_version, match, plays, table)
-            await self.clocks.schedule(req.game_id, new_version, match, bots, table)
+            repo.remember(game_id, new_version, match, plays, table)
+            await self.clocks.schedule(game_id, new_version, match, bots, table)
             return out
-        repo.forget(req.game_id)
+        repo.forget(game_id)
         if isinstance(outcome, Duplicate):
             if not compact.same_digest(outcome.fingerprint, digest):
                 raise invalid("REQUEST_ID_REUSED", "this request_id was used for a different request")
@@ -439,7 +459,7 @@ class Games:
             except (compact.CompactError, DecodeError) as exc:
                 raise StoreCorrupt(f"cannot decode a stored response: {exc}") from exc
         if isinstance(outcome, Missing):
-            raise not_found(req.game_id)
+            raise not_found(game_id)
         return None
 
     async def _replay(self, game_id: str, request_id: str, digest: str, result: pb.TurnResult) -> bool:
@@ -477,8 +497,18 @@ class Games:
             if bots is None:
                 bots = await self.bot_turns.seats(req.game_id)
             view_of = self._view_of(req.game_id, seat, bots)
-        async for item in self.watches.watch(req, seat, peer, view_of):
-            yield item
+        present = seat is not None and caller.bot_seat is None and await self.bot_turns.clock(req.game_id) is not None
+        if not present:
+            async for item in self.watches.watch(req, seat, peer, view_of):
+                yield item
+            return
+        assert seat is not None
+        await self.presence.enter(req.game_id, seat)
+        try:
+            async for item in self.watches.watch(req, seat, peer, view_of):
+                yield item
+        finally:
+            self.presence.leave(req.game_id, seat)
 
     def _view_of(self, game_id: str, seat: int | None, bots: BotSeats) -> ViewOf:
         """A stream's views: GetGame's, from this process's copy of the game brought forward by

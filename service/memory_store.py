@@ -117,6 +117,8 @@ class MemoryStore:
         self._expiry: list[tuple[float, int, str]] = []
         self._seq = itertools.count()
         self._waiters: dict[str, _Waiters] = {}
+        self._presence: dict[str, dict[str, int]] = {}
+        """Per game: who holds its streams, and until when (Unix ms)."""
         self.evictions = 0
         """Live games dropped because the store was full (for metrics)."""
 
@@ -278,6 +280,24 @@ class MemoryStore:
                 waiters.count -= 1
                 if waiters.count == 0 and self._waiters.get(game_id) is waiters:
                     del self._waiters[game_id]
+
+    async def hold_presence(self, game_id: str, holder: str, until_ms: int) -> None:
+        if self._live(game_id) is not None:
+            self._presence.setdefault(game_id, {})[holder] = until_ms
+
+    async def drop_presence(self, game_id: str, holder: str) -> None:
+        holders = self._presence.get(game_id)
+        if holders is not None:
+            holders.pop(holder, None)
+            if not holders:
+                del self._presence[game_id]
+
+    async def present(self, game_id: str, now_ms: int) -> list[str]:
+        if self._live(game_id) is None:
+            self._presence.pop(game_id, None)
+            return []
+        holders = self._presence.get(game_id, {})
+        return sorted(h for h, until in holders.items() if until > now_ms)
 
     @property
     def followed_games(self) -> int:

@@ -661,6 +661,24 @@ class RedisStore:
                     client = await self._initialized(self._blocking)
                     return await client.execute_command(*command)
 
+    def _presence_key(self, game_id: str) -> str:
+        check_game_id(game_id)
+        return f"{self._prefix}:{{{game_id}}}:presence"
+
+    async def hold_presence(self, game_id: str, holder: str, until_ms: int) -> None:
+        key = self._presence_key(game_id)
+        await self.execute("ZADD", key, str(until_ms), holder, idempotent=True)
+        await self.execute("PEXPIREAT", key, str(until_ms), "GT", idempotent=True)
+        await self.execute("PEXPIREAT", key, str(until_ms), "NX", idempotent=True)
+
+    async def drop_presence(self, game_id: str, holder: str) -> None:
+        await self.execute("ZREM", self._presence_key(game_id), holder, idempotent=True)
+
+    async def present(self, game_id: str, now_ms: int) -> list[str]:
+        reply = await self.execute("ZRANGEBYSCORE", self._presence_key(game_id), f"({now_ms}", "+inf",
+                                   idempotent=True)
+        return sorted(m.decode() if isinstance(m, bytes) else str(m) for m in reply or [])
+
     @property
     def max_block_ms(self) -> int:
         return self._max_block_ms

@@ -225,6 +225,7 @@ class Server:
             await asyncio.gather(self.grpc.stop(grace), self.http.stop(grace))
         else:
             await self.grpc.stop(grace)
+        await self.games.presence.close()
         with contextlib.suppress(Exception):
             await self.store.close()
         server = getattr(self, "_metrics_server", None)

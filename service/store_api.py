@@ -143,6 +143,19 @@ class Store(Protocol):
         returns [] on timeout (a game that does not exist yet is waited for)."""
         ...
 
+    async def hold_presence(self, game_id: str, holder: str, until_ms: int) -> None:
+        """Record that ``holder`` (a process and seat) holds a stream of the game until ``until_ms``
+        (Unix ms) unless it says so again; kept no longer than the game."""
+        ...
+
+    async def drop_presence(self, game_id: str, holder: str) -> None:
+        """``holder`` holds no stream of the game any more."""
+        ...
+
+    async def present(self, game_id: str, now_ms: int) -> list[str]:
+        """The holders of the game's streams whose time has not run out at ``now_ms``."""
+        ...
+
     @property
     def followed_games(self) -> int:
         """How many games this process waits on commits of with one shared subscription (0 where

@@ -240,3 +240,24 @@ async def test_a_clocked_game_reads_the_same_from_the_store(api: Api) -> None:
     for before, after in zip(views, again, strict=True):
         if before.version == after.version:
             assert before == after
+
+
+async def test_a_seat_is_connected_while_a_stream_of_it_is_open(store_url: str) -> None:
+    async with running_bot_server(store_url, BOT_KEY, presence_grace_ms=300) as api:
+        game = await create(api, clocked(decision_ms=60_000))
+        assert [s.connected for s in (await api.get(game)).view.seats] == [False, False]
+        request = pb.WatchGameRequest(game_id=game.id, after_version=game.version, include_views=True,
+                                      whole_versions=True)
+        stream = api.stub.WatchGame(request, metadata=game.md(1))
+        await until(api, game, lambda v: v.seats[1].connected)
+        stream.cancel()
+        # Back within the grace: nothing changes.
+        again = api.stub.WatchGame(request, metadata=game.md(1))
+        version = (await api.get(game)).view.version
+        await asyncio.sleep(0.6)
+        assert (await api.get(game)).view.version == version
+        again.cancel()
+        view = await until(api, game, lambda v: not v.seats[1].connected)
+        log = await api.log(game)
+        assert [(p.seat, p.connected) for _, p in logged(log, "seat_presence")] == [(1, True), (1, False)]
+        assert view.version == version + 1

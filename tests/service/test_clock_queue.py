@@ -270,8 +270,8 @@ async def test_a_worker_pumps_and_plays_a_scheduled_turn_at_its_due_time(queues:
         await worker.stop()
     assert [rid for _, rid in api.deals] == ["bot.next_round.7.0"]
     assert api.deals[0][0] >= due
-    if isinstance(queue, RedisBotQueue):
-        assert worker.pumped == 1, "the worker's pump moved it"
+    # (Only this worker pumps this key prefix, so its pump moved the turn; its ``pumped`` count may
+    # still be unset here: the turn can be played before the pump's own reply is read.)
     assert await queue.scheduled() == 0
 
 

@@ -3935,7 +3935,11 @@ type SeatView struct {
 	// Its person turned auto-play on (SetAutoPlay).
 	AutoPlay bool `protobuf:"varint,23,opt,name=auto_play,json=autoPlay,proto3" json:"auto_play,omitempty"`
 	// Decisions in a row it timed out on.
-	Timeouts      int32 `protobuf:"varint,24,opt,name=timeouts,proto3" json:"timeouts,omitempty"`
+	Timeouts int32 `protobuf:"varint,24,opt,name=timeouts,proto3" json:"timeouts,omitempty"`
+	// Tables with a turn clock: someone holds an open WatchGame stream of the seat, on any of the
+	// service's processes (a stream that ends and comes back within the grace period changes
+	// nothing).
+	Connected     bool `protobuf:"varint,25,opt,name=connected,proto3" json:"connected,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4136,6 +4140,13 @@ func (x *SeatView) GetTimeouts() int32 {
 		return x.Timeouts
 	}
 	return 0
+}
+
+func (x *SeatView) GetConnected() bool {
+	if x != nil {
+		return x.Connected
+	}
+	return false
 }
 
 // Reach is a seat's progress on 고도리, 홍단, 청단, 초단 (three cards each) and 광 (five cards).
@@ -5595,6 +5606,7 @@ type Event struct {
 	//	*Event_PlayedForSeat
 	//	*Event_SeatAway
 	//	*Event_AutoPlaySet
+	//	*Event_SeatPresence
 	Kind          isEvent_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5916,6 +5928,15 @@ func (x *Event) GetAutoPlaySet() *AutoPlaySet {
 	return nil
 }
 
+func (x *Event) GetSeatPresence() *SeatPresence {
+	if x != nil {
+		if x, ok := x.Kind.(*Event_SeatPresence); ok {
+			return x.SeatPresence
+		}
+	}
+	return nil
+}
+
 type isEvent_Kind interface {
 	isEvent_Kind()
 }
@@ -6044,6 +6065,10 @@ type Event_AutoPlaySet struct {
 	AutoPlaySet *AutoPlaySet `protobuf:"bytes,31,opt,name=auto_play_set,json=autoPlaySet,proto3,oneof"`
 }
 
+type Event_SeatPresence struct {
+	SeatPresence *SeatPresence `protobuf:"bytes,32,opt,name=seat_presence,json=seatPresence,proto3,oneof"`
+}
+
 func (*Event_Redealt) isEvent_Kind() {}
 
 func (*Event_Dealt) isEvent_Kind() {}
@@ -6105,6 +6130,8 @@ func (*Event_PlayedForSeat) isEvent_Kind() {}
 func (*Event_SeatAway) isEvent_Kind() {}
 
 func (*Event_AutoPlaySet) isEvent_Kind() {}
+
+func (*Event_SeatPresence) isEvent_Kind() {}
 
 // PlayedForSeat: the table's bot made a seat's decision (the events after it say what it did).
 type PlayedForSeat struct {
@@ -6231,6 +6258,60 @@ func (x *SeatAway) GetAway() bool {
 	return false
 }
 
+// SeatPresence: a seat of a clocked table connected (its first WatchGame stream opened) or
+// disconnected (its last stream ended and none came back within the grace period).
+type SeatPresence struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seat          int32                  `protobuf:"varint,1,opt,name=seat,proto3" json:"seat,omitempty"`
+	Connected     bool                   `protobuf:"varint,2,opt,name=connected,proto3" json:"connected,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeatPresence) Reset() {
+	*x = SeatPresence{}
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeatPresence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeatPresence) ProtoMessage() {}
+
+func (x *SeatPresence) ProtoReflect() protoreflect.Message {
+	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeatPresence.ProtoReflect.Descriptor instead.
+func (*SeatPresence) Descriptor() ([]byte, []int) {
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *SeatPresence) GetSeat() int32 {
+	if x != nil {
+		return x.Seat
+	}
+	return 0
+}
+
+func (x *SeatPresence) GetConnected() bool {
+	if x != nil {
+		return x.Connected
+	}
+	return false
+}
+
 // AutoPlaySet: a seat's person turned auto-play on or off.
 type AutoPlaySet struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -6242,7 +6323,7 @@ type AutoPlaySet struct {
 
 func (x *AutoPlaySet) Reset() {
 	*x = AutoPlaySet{}
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6254,7 +6335,7 @@ func (x *AutoPlaySet) String() string {
 func (*AutoPlaySet) ProtoMessage() {}
 
 func (x *AutoPlaySet) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[65]
+	mi := &file_gostop_v1_game_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6267,7 +6348,7 @@ func (x *AutoPlaySet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoPlaySet.ProtoReflect.Descriptor instead.
 func (*AutoPlaySet) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{65}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AutoPlaySet) GetSeat() int32 {
@@ -6295,7 +6376,7 @@ type Redealt struct {
 
 func (x *Redealt) Reset() {
 	*x = Redealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6307,7 +6388,7 @@ func (x *Redealt) String() string {
 func (*Redealt) ProtoMessage() {}
 
 func (x *Redealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[66]
+	mi := &file_gostop_v1_game_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6320,7 +6401,7 @@ func (x *Redealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redealt.ProtoReflect.Descriptor instead.
 func (*Redealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{66}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Redealt) GetReason() string {
@@ -6351,7 +6432,7 @@ type Dealt struct {
 
 func (x *Dealt) Reset() {
 	*x = Dealt{}
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6363,7 +6444,7 @@ func (x *Dealt) String() string {
 func (*Dealt) ProtoMessage() {}
 
 func (x *Dealt) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[67]
+	mi := &file_gostop_v1_game_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6376,7 +6457,7 @@ func (x *Dealt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dealt.ProtoReflect.Descriptor instead.
 func (*Dealt) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{67}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *Dealt) GetDealer() int32 {
@@ -6427,7 +6508,7 @@ type BonusCaptured struct {
 
 func (x *BonusCaptured) Reset() {
 	*x = BonusCaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6439,7 +6520,7 @@ func (x *BonusCaptured) String() string {
 func (*BonusCaptured) ProtoMessage() {}
 
 func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[68]
+	mi := &file_gostop_v1_game_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6452,7 +6533,7 @@ func (x *BonusCaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BonusCaptured.ProtoReflect.Descriptor instead.
 func (*BonusCaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{68}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *BonusCaptured) GetSeat() int32 {
@@ -6494,7 +6575,7 @@ type SatOut struct {
 
 func (x *SatOut) Reset() {
 	*x = SatOut{}
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6506,7 +6587,7 @@ func (x *SatOut) String() string {
 func (*SatOut) ProtoMessage() {}
 
 func (x *SatOut) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[69]
+	mi := &file_gostop_v1_game_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6519,7 +6600,7 @@ func (x *SatOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SatOut.ProtoReflect.Descriptor instead.
 func (*SatOut) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{69}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SatOut) GetSeat() int32 {
@@ -6546,7 +6627,7 @@ type JoinedRound struct {
 
 func (x *JoinedRound) Reset() {
 	*x = JoinedRound{}
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6558,7 +6639,7 @@ func (x *JoinedRound) String() string {
 func (*JoinedRound) ProtoMessage() {}
 
 func (x *JoinedRound) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[70]
+	mi := &file_gostop_v1_game_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6571,7 +6652,7 @@ func (x *JoinedRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinedRound.ProtoReflect.Descriptor instead.
 func (*JoinedRound) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{70}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *JoinedRound) GetSeat() int32 {
@@ -6593,7 +6674,7 @@ type GwangSold struct {
 
 func (x *GwangSold) Reset() {
 	*x = GwangSold{}
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6605,7 +6686,7 @@ func (x *GwangSold) String() string {
 func (*GwangSold) ProtoMessage() {}
 
 func (x *GwangSold) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[71]
+	mi := &file_gostop_v1_game_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6618,7 +6699,7 @@ func (x *GwangSold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GwangSold.ProtoReflect.Descriptor instead.
 func (*GwangSold) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{71}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *GwangSold) GetSeat() int32 {
@@ -6654,7 +6735,7 @@ type CardPlayed struct {
 
 func (x *CardPlayed) Reset() {
 	*x = CardPlayed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6666,7 +6747,7 @@ func (x *CardPlayed) String() string {
 func (*CardPlayed) ProtoMessage() {}
 
 func (x *CardPlayed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[72]
+	mi := &file_gostop_v1_game_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6679,7 +6760,7 @@ func (x *CardPlayed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardPlayed.ProtoReflect.Descriptor instead.
 func (*CardPlayed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{72}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *CardPlayed) GetSeat() int32 {
@@ -6715,7 +6796,7 @@ type Shaken struct {
 
 func (x *Shaken) Reset() {
 	*x = Shaken{}
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6727,7 +6808,7 @@ func (x *Shaken) String() string {
 func (*Shaken) ProtoMessage() {}
 
 func (x *Shaken) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[73]
+	mi := &file_gostop_v1_game_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6740,7 +6821,7 @@ func (x *Shaken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shaken.ProtoReflect.Descriptor instead.
 func (*Shaken) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{73}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Shaken) GetSeat() int32 {
@@ -6777,7 +6858,7 @@ type Bombed struct {
 
 func (x *Bombed) Reset() {
 	*x = Bombed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6789,7 +6870,7 @@ func (x *Bombed) String() string {
 func (*Bombed) ProtoMessage() {}
 
 func (x *Bombed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[74]
+	mi := &file_gostop_v1_game_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6802,7 +6883,7 @@ func (x *Bombed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bombed.ProtoReflect.Descriptor instead.
 func (*Bombed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{74}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *Bombed) GetSeat() int32 {
@@ -6844,7 +6925,7 @@ type FlipOnlyUsed struct {
 
 func (x *FlipOnlyUsed) Reset() {
 	*x = FlipOnlyUsed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6856,7 +6937,7 @@ func (x *FlipOnlyUsed) String() string {
 func (*FlipOnlyUsed) ProtoMessage() {}
 
 func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[75]
+	mi := &file_gostop_v1_game_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6869,7 +6950,7 @@ func (x *FlipOnlyUsed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlipOnlyUsed.ProtoReflect.Descriptor instead.
 func (*FlipOnlyUsed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{75}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *FlipOnlyUsed) GetSeat() int32 {
@@ -6897,7 +6978,7 @@ type CardFlipped struct {
 
 func (x *CardFlipped) Reset() {
 	*x = CardFlipped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6909,7 +6990,7 @@ func (x *CardFlipped) String() string {
 func (*CardFlipped) ProtoMessage() {}
 
 func (x *CardFlipped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[76]
+	mi := &file_gostop_v1_game_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6922,7 +7003,7 @@ func (x *CardFlipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardFlipped.ProtoReflect.Descriptor instead.
 func (*CardFlipped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{76}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *CardFlipped) GetSeat() int32 {
@@ -6950,7 +7031,7 @@ type CardLaid struct {
 
 func (x *CardLaid) Reset() {
 	*x = CardLaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[77]
+	mi := &file_gostop_v1_game_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6962,7 +7043,7 @@ func (x *CardLaid) String() string {
 func (*CardLaid) ProtoMessage() {}
 
 func (x *CardLaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[77]
+	mi := &file_gostop_v1_game_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6975,7 +7056,7 @@ func (x *CardLaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardLaid.ProtoReflect.Descriptor instead.
 func (*CardLaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{77}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *CardLaid) GetSeat() int32 {
@@ -7003,7 +7084,7 @@ type Captured struct {
 
 func (x *Captured) Reset() {
 	*x = Captured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[78]
+	mi := &file_gostop_v1_game_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7015,7 +7096,7 @@ func (x *Captured) String() string {
 func (*Captured) ProtoMessage() {}
 
 func (x *Captured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[78]
+	mi := &file_gostop_v1_game_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7028,7 +7109,7 @@ func (x *Captured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Captured.ProtoReflect.Descriptor instead.
 func (*Captured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{78}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *Captured) GetSeat() int32 {
@@ -7058,7 +7139,7 @@ type PpeokFormed struct {
 
 func (x *PpeokFormed) Reset() {
 	*x = PpeokFormed{}
-	mi := &file_gostop_v1_game_proto_msgTypes[79]
+	mi := &file_gostop_v1_game_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7070,7 +7151,7 @@ func (x *PpeokFormed) String() string {
 func (*PpeokFormed) ProtoMessage() {}
 
 func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[79]
+	mi := &file_gostop_v1_game_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7083,7 +7164,7 @@ func (x *PpeokFormed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokFormed.ProtoReflect.Descriptor instead.
 func (*PpeokFormed) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{79}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *PpeokFormed) GetSeat() int32 {
@@ -7127,7 +7208,7 @@ type PpeokRecaptured struct {
 
 func (x *PpeokRecaptured) Reset() {
 	*x = PpeokRecaptured{}
-	mi := &file_gostop_v1_game_proto_msgTypes[80]
+	mi := &file_gostop_v1_game_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7139,7 +7220,7 @@ func (x *PpeokRecaptured) String() string {
 func (*PpeokRecaptured) ProtoMessage() {}
 
 func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[80]
+	mi := &file_gostop_v1_game_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7152,7 +7233,7 @@ func (x *PpeokRecaptured) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PpeokRecaptured.ProtoReflect.Descriptor instead.
 func (*PpeokRecaptured) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{80}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *PpeokRecaptured) GetSeat() int32 {
@@ -7195,7 +7276,7 @@ type Jjok struct {
 
 func (x *Jjok) Reset() {
 	*x = Jjok{}
-	mi := &file_gostop_v1_game_proto_msgTypes[81]
+	mi := &file_gostop_v1_game_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7207,7 +7288,7 @@ func (x *Jjok) String() string {
 func (*Jjok) ProtoMessage() {}
 
 func (x *Jjok) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[81]
+	mi := &file_gostop_v1_game_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7220,7 +7301,7 @@ func (x *Jjok) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Jjok.ProtoReflect.Descriptor instead.
 func (*Jjok) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{81}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *Jjok) GetSeat() int32 {
@@ -7256,7 +7337,7 @@ type Ttadak struct {
 
 func (x *Ttadak) Reset() {
 	*x = Ttadak{}
-	mi := &file_gostop_v1_game_proto_msgTypes[82]
+	mi := &file_gostop_v1_game_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7268,7 +7349,7 @@ func (x *Ttadak) String() string {
 func (*Ttadak) ProtoMessage() {}
 
 func (x *Ttadak) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[82]
+	mi := &file_gostop_v1_game_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7281,7 +7362,7 @@ func (x *Ttadak) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ttadak.ProtoReflect.Descriptor instead.
 func (*Ttadak) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{82}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *Ttadak) GetSeat() int32 {
@@ -7317,7 +7398,7 @@ type Sseul struct {
 
 func (x *Sseul) Reset() {
 	*x = Sseul{}
-	mi := &file_gostop_v1_game_proto_msgTypes[83]
+	mi := &file_gostop_v1_game_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7329,7 +7410,7 @@ func (x *Sseul) String() string {
 func (*Sseul) ProtoMessage() {}
 
 func (x *Sseul) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[83]
+	mi := &file_gostop_v1_game_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7342,7 +7423,7 @@ func (x *Sseul) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sseul.ProtoReflect.Descriptor instead.
 func (*Sseul) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{83}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *Sseul) GetSeat() int32 {
@@ -7380,7 +7461,7 @@ type PiStolen struct {
 
 func (x *PiStolen) Reset() {
 	*x = PiStolen{}
-	mi := &file_gostop_v1_game_proto_msgTypes[84]
+	mi := &file_gostop_v1_game_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7392,7 +7473,7 @@ func (x *PiStolen) String() string {
 func (*PiStolen) ProtoMessage() {}
 
 func (x *PiStolen) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[84]
+	mi := &file_gostop_v1_game_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7405,7 +7486,7 @@ func (x *PiStolen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiStolen.ProtoReflect.Descriptor instead.
 func (*PiStolen) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{84}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *PiStolen) GetSeat() int32 {
@@ -7455,7 +7536,7 @@ type GukjinDecided struct {
 
 func (x *GukjinDecided) Reset() {
 	*x = GukjinDecided{}
-	mi := &file_gostop_v1_game_proto_msgTypes[85]
+	mi := &file_gostop_v1_game_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7467,7 +7548,7 @@ func (x *GukjinDecided) String() string {
 func (*GukjinDecided) ProtoMessage() {}
 
 func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[85]
+	mi := &file_gostop_v1_game_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7480,7 +7561,7 @@ func (x *GukjinDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GukjinDecided.ProtoReflect.Descriptor instead.
 func (*GukjinDecided) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{85}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *GukjinDecided) GetSeat() int32 {
@@ -7516,7 +7597,7 @@ type ScoreChanged struct {
 
 func (x *ScoreChanged) Reset() {
 	*x = ScoreChanged{}
-	mi := &file_gostop_v1_game_proto_msgTypes[86]
+	mi := &file_gostop_v1_game_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7528,7 +7609,7 @@ func (x *ScoreChanged) String() string {
 func (*ScoreChanged) ProtoMessage() {}
 
 func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[86]
+	mi := &file_gostop_v1_game_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7541,7 +7622,7 @@ func (x *ScoreChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreChanged.ProtoReflect.Descriptor instead.
 func (*ScoreChanged) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{86}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ScoreChanged) GetSeat() int32 {
@@ -7577,7 +7658,7 @@ type WentGo struct {
 
 func (x *WentGo) Reset() {
 	*x = WentGo{}
-	mi := &file_gostop_v1_game_proto_msgTypes[87]
+	mi := &file_gostop_v1_game_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7589,7 +7670,7 @@ func (x *WentGo) String() string {
 func (*WentGo) ProtoMessage() {}
 
 func (x *WentGo) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[87]
+	mi := &file_gostop_v1_game_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7602,7 +7683,7 @@ func (x *WentGo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WentGo.ProtoReflect.Descriptor instead.
 func (*WentGo) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{87}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *WentGo) GetSeat() int32 {
@@ -7638,7 +7719,7 @@ type Stopped struct {
 
 func (x *Stopped) Reset() {
 	*x = Stopped{}
-	mi := &file_gostop_v1_game_proto_msgTypes[88]
+	mi := &file_gostop_v1_game_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7650,7 +7731,7 @@ func (x *Stopped) String() string {
 func (*Stopped) ProtoMessage() {}
 
 func (x *Stopped) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[88]
+	mi := &file_gostop_v1_game_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7663,7 +7744,7 @@ func (x *Stopped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stopped.ProtoReflect.Descriptor instead.
 func (*Stopped) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{88}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *Stopped) GetSeat() int32 {
@@ -7697,7 +7778,7 @@ type InstantPaid struct {
 
 func (x *InstantPaid) Reset() {
 	*x = InstantPaid{}
-	mi := &file_gostop_v1_game_proto_msgTypes[89]
+	mi := &file_gostop_v1_game_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7709,7 +7790,7 @@ func (x *InstantPaid) String() string {
 func (*InstantPaid) ProtoMessage() {}
 
 func (x *InstantPaid) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[89]
+	mi := &file_gostop_v1_game_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7722,7 +7803,7 @@ func (x *InstantPaid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantPaid.ProtoReflect.Descriptor instead.
 func (*InstantPaid) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{89}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *InstantPaid) GetPayment() *Payment {
@@ -7744,7 +7825,7 @@ type InstantWin struct {
 
 func (x *InstantWin) Reset() {
 	*x = InstantWin{}
-	mi := &file_gostop_v1_game_proto_msgTypes[90]
+	mi := &file_gostop_v1_game_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7756,7 +7837,7 @@ func (x *InstantWin) String() string {
 func (*InstantWin) ProtoMessage() {}
 
 func (x *InstantWin) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[90]
+	mi := &file_gostop_v1_game_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7769,7 +7850,7 @@ func (x *InstantWin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantWin.ProtoReflect.Descriptor instead.
 func (*InstantWin) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{90}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *InstantWin) GetSeat() int32 {
@@ -7804,7 +7885,7 @@ type InstantLoss struct {
 
 func (x *InstantLoss) Reset() {
 	*x = InstantLoss{}
-	mi := &file_gostop_v1_game_proto_msgTypes[91]
+	mi := &file_gostop_v1_game_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7816,7 +7897,7 @@ func (x *InstantLoss) String() string {
 func (*InstantLoss) ProtoMessage() {}
 
 func (x *InstantLoss) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[91]
+	mi := &file_gostop_v1_game_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7829,7 +7910,7 @@ func (x *InstantLoss) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstantLoss.ProtoReflect.Descriptor instead.
 func (*InstantLoss) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{91}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *InstantLoss) GetSeat() int32 {
@@ -7856,7 +7937,7 @@ type Nagari struct {
 
 func (x *Nagari) Reset() {
 	*x = Nagari{}
-	mi := &file_gostop_v1_game_proto_msgTypes[92]
+	mi := &file_gostop_v1_game_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7868,7 +7949,7 @@ func (x *Nagari) String() string {
 func (*Nagari) ProtoMessage() {}
 
 func (x *Nagari) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[92]
+	mi := &file_gostop_v1_game_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7881,7 +7962,7 @@ func (x *Nagari) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Nagari.ProtoReflect.Descriptor instead.
 func (*Nagari) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{92}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *Nagari) GetReason() string {
@@ -7901,7 +7982,7 @@ type RoundSettled struct {
 
 func (x *RoundSettled) Reset() {
 	*x = RoundSettled{}
-	mi := &file_gostop_v1_game_proto_msgTypes[93]
+	mi := &file_gostop_v1_game_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7913,7 +7994,7 @@ func (x *RoundSettled) String() string {
 func (*RoundSettled) ProtoMessage() {}
 
 func (x *RoundSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_gostop_v1_game_proto_msgTypes[93]
+	mi := &file_gostop_v1_game_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7926,7 +8007,7 @@ func (x *RoundSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoundSettled.ProtoReflect.Descriptor instead.
 func (*RoundSettled) Descriptor() ([]byte, []int) {
-	return file_gostop_v1_game_proto_rawDescGZIP(), []int{93}
+	return file_gostop_v1_game_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *RoundSettled) GetSettlement() *Settlement {
@@ -8239,7 +8320,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x06chodan\x18\r \x01(\x05R\x06chodan\x12\x0e\n" +
 	"\x02pi\x18\x0e \x01(\x05R\x02pi\x12\x14\n" +
 	"\x05sseul\x18\x0f \x01(\x05R\x05sseul\x12\x14\n" +
-	"\x05total\x18\x10 \x01(\x05R\x05total\"\x9c\x05\n" +
+	"\x05total\x18\x10 \x01(\x05R\x05total\"\xba\x05\n" +
 	"\bSeatView\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\bR\x06active\x12\x1b\n" +
@@ -8270,7 +8351,8 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\abank_ms\x18\x15 \x01(\x05R\x06bankMs\x12\x12\n" +
 	"\x04away\x18\x16 \x01(\bR\x04away\x12\x1b\n" +
 	"\tauto_play\x18\x17 \x01(\bR\bautoPlay\x12\x1a\n" +
-	"\btimeouts\x18\x18 \x01(\x05R\btimeouts\"\xee\x01\n" +
+	"\btimeouts\x18\x18 \x01(\x05R\btimeouts\x12\x1c\n" +
+	"\tconnected\x18\x19 \x01(\bR\tconnected\"\xee\x01\n" +
 	"\x05Reach\x12+\n" +
 	"\x06godori\x18\x01 \x01(\v2\x13.gostop.v1.SetReachR\x06godori\x12-\n" +
 	"\ahongdan\x18\x02 \x01(\v2\x13.gostop.v1.SetReachR\ahongdan\x121\n" +
@@ -8402,7 +8484,7 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\x05R\x06action\x12\x14\n" +
 	"\x05floor\x18\x03 \x03(\x05R\x05floor\x12\x14\n" +
-	"\x05piles\x18\x04 \x03(\x05R\x05piles\"\xb7\r\n" +
+	"\x05piles\x18\x04 \x03(\x05R\x05piles\"\xf7\r\n" +
 	"\x05Event\x12.\n" +
 	"\aredealt\x18\x01 \x01(\v2\x12.gostop.v1.RedealtH\x00R\aredealt\x12(\n" +
 	"\x05dealt\x18\x02 \x01(\v2\x10.gostop.v1.DealtH\x00R\x05dealt\x12A\n" +
@@ -8438,7 +8520,8 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\rround_settled\x18\x1c \x01(\v2\x17.gostop.v1.RoundSettledH\x00R\froundSettled\x12B\n" +
 	"\x0fplayed_for_seat\x18\x1d \x01(\v2\x18.gostop.v1.PlayedForSeatH\x00R\rplayedForSeat\x122\n" +
 	"\tseat_away\x18\x1e \x01(\v2\x13.gostop.v1.SeatAwayH\x00R\bseatAway\x12<\n" +
-	"\rauto_play_set\x18\x1f \x01(\v2\x16.gostop.v1.AutoPlaySetH\x00R\vautoPlaySetB\x06\n" +
+	"\rauto_play_set\x18\x1f \x01(\v2\x16.gostop.v1.AutoPlaySetH\x00R\vautoPlaySet\x12>\n" +
+	"\rseat_presence\x18  \x01(\v2\x17.gostop.v1.SeatPresenceH\x00R\fseatPresenceB\x06\n" +
 	"\x04kind\"|\n" +
 	"\rPlayedForSeat\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x16\n" +
@@ -8447,7 +8530,10 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x05cause\x18\x04 \x01(\tR\x05cause\"2\n" +
 	"\bSeatAway\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x12\n" +
-	"\x04away\x18\x02 \x01(\bR\x04away\"1\n" +
+	"\x04away\x18\x02 \x01(\bR\x04away\"@\n" +
+	"\fSeatPresence\x12\x12\n" +
+	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x1c\n" +
+	"\tconnected\x18\x02 \x01(\bR\tconnected\"1\n" +
 	"\vAutoPlaySet\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x0e\n" +
 	"\x02on\x18\x02 \x01(\bR\x02on\"7\n" +
@@ -8650,7 +8736,7 @@ func file_gostop_v1_game_proto_rawDescGZIP() []byte {
 }
 
 var file_gostop_v1_game_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 94)
+var file_gostop_v1_game_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
 var file_gostop_v1_game_proto_goTypes = []any{
 	(GoScoring)(0),                 // 0: gostop.v1.GoScoring
 	(LastActionGo)(0),              // 1: gostop.v1.LastActionGo
@@ -8728,35 +8814,36 @@ var file_gostop_v1_game_proto_goTypes = []any{
 	(*Event)(nil),                  // 73: gostop.v1.Event
 	(*PlayedForSeat)(nil),          // 74: gostop.v1.PlayedForSeat
 	(*SeatAway)(nil),               // 75: gostop.v1.SeatAway
-	(*AutoPlaySet)(nil),            // 76: gostop.v1.AutoPlaySet
-	(*Redealt)(nil),                // 77: gostop.v1.Redealt
-	(*Dealt)(nil),                  // 78: gostop.v1.Dealt
-	(*BonusCaptured)(nil),          // 79: gostop.v1.BonusCaptured
-	(*SatOut)(nil),                 // 80: gostop.v1.SatOut
-	(*JoinedRound)(nil),            // 81: gostop.v1.JoinedRound
-	(*GwangSold)(nil),              // 82: gostop.v1.GwangSold
-	(*CardPlayed)(nil),             // 83: gostop.v1.CardPlayed
-	(*Shaken)(nil),                 // 84: gostop.v1.Shaken
-	(*Bombed)(nil),                 // 85: gostop.v1.Bombed
-	(*FlipOnlyUsed)(nil),           // 86: gostop.v1.FlipOnlyUsed
-	(*CardFlipped)(nil),            // 87: gostop.v1.CardFlipped
-	(*CardLaid)(nil),               // 88: gostop.v1.CardLaid
-	(*Captured)(nil),               // 89: gostop.v1.Captured
-	(*PpeokFormed)(nil),            // 90: gostop.v1.PpeokFormed
-	(*PpeokRecaptured)(nil),        // 91: gostop.v1.PpeokRecaptured
-	(*Jjok)(nil),                   // 92: gostop.v1.Jjok
-	(*Ttadak)(nil),                 // 93: gostop.v1.Ttadak
-	(*Sseul)(nil),                  // 94: gostop.v1.Sseul
-	(*PiStolen)(nil),               // 95: gostop.v1.PiStolen
-	(*GukjinDecided)(nil),          // 96: gostop.v1.GukjinDecided
-	(*ScoreChanged)(nil),           // 97: gostop.v1.ScoreChanged
-	(*WentGo)(nil),                 // 98: gostop.v1.WentGo
-	(*Stopped)(nil),                // 99: gostop.v1.Stopped
-	(*InstantPaid)(nil),            // 100: gostop.v1.InstantPaid
-	(*InstantWin)(nil),             // 101: gostop.v1.InstantWin
-	(*InstantLoss)(nil),            // 102: gostop.v1.InstantLoss
-	(*Nagari)(nil),                 // 103: gostop.v1.Nagari
-	(*RoundSettled)(nil),           // 104: gostop.v1.RoundSettled
+	(*SeatPresence)(nil),           // 76: gostop.v1.SeatPresence
+	(*AutoPlaySet)(nil),            // 77: gostop.v1.AutoPlaySet
+	(*Redealt)(nil),                // 78: gostop.v1.Redealt
+	(*Dealt)(nil),                  // 79: gostop.v1.Dealt
+	(*BonusCaptured)(nil),          // 80: gostop.v1.BonusCaptured
+	(*SatOut)(nil),                 // 81: gostop.v1.SatOut
+	(*JoinedRound)(nil),            // 82: gostop.v1.JoinedRound
+	(*GwangSold)(nil),              // 83: gostop.v1.GwangSold
+	(*CardPlayed)(nil),             // 84: gostop.v1.CardPlayed
+	(*Shaken)(nil),                 // 85: gostop.v1.Shaken
+	(*Bombed)(nil),                 // 86: gostop.v1.Bombed
+	(*FlipOnlyUsed)(nil),           // 87: gostop.v1.FlipOnlyUsed
+	(*CardFlipped)(nil),            // 88: gostop.v1.CardFlipped
+	(*CardLaid)(nil),               // 89: gostop.v1.CardLaid
+	(*Captured)(nil),               // 90: gostop.v1.Captured
+	(*PpeokFormed)(nil),            // 91: gostop.v1.PpeokFormed
+	(*PpeokRecaptured)(nil),        // 92: gostop.v1.PpeokRecaptured
+	(*Jjok)(nil),                   // 93: gostop.v1.Jjok
+	(*Ttadak)(nil),                 // 94: gostop.v1.Ttadak
+	(*Sseul)(nil),                  // 95: gostop.v1.Sseul
+	(*PiStolen)(nil),               // 96: gostop.v1.PiStolen
+	(*GukjinDecided)(nil),          // 97: gostop.v1.GukjinDecided
+	(*ScoreChanged)(nil),           // 98: gostop.v1.ScoreChanged
+	(*WentGo)(nil),                 // 99: gostop.v1.WentGo
+	(*Stopped)(nil),                // 100: gostop.v1.Stopped
+	(*InstantPaid)(nil),            // 101: gostop.v1.InstantPaid
+	(*InstantWin)(nil),             // 102: gostop.v1.InstantWin
+	(*InstantLoss)(nil),            // 103: gostop.v1.InstantLoss
+	(*Nagari)(nil),                 // 104: gostop.v1.Nagari
+	(*RoundSettled)(nil),           // 105: gostop.v1.RoundSettled
 }
 var file_gostop_v1_game_proto_depIdxs = []int32{
 	0,   // 0: gostop.v1.Rules.go_scoring:type_name -> gostop.v1.GoScoring
@@ -8851,63 +8938,64 @@ var file_gostop_v1_game_proto_depIdxs = []int32{
 	66,  // 89: gostop.v1.StopPreview.go_settlement:type_name -> gostop.v1.Settlement
 	56,  // 90: gostop.v1.GukjinPreview.keep:type_name -> gostop.v1.Score
 	56,  // 91: gostop.v1.GukjinPreview.convert:type_name -> gostop.v1.Score
-	77,  // 92: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
-	78,  // 93: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
-	79,  // 94: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
-	80,  // 95: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
-	81,  // 96: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
-	82,  // 97: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
-	83,  // 98: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
-	84,  // 99: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
-	85,  // 100: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
-	86,  // 101: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
-	87,  // 102: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
-	88,  // 103: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
-	89,  // 104: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
-	90,  // 105: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
-	91,  // 106: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
-	92,  // 107: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
-	93,  // 108: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
-	94,  // 109: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
-	95,  // 110: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
-	96,  // 111: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
-	97,  // 112: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
-	98,  // 113: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
-	99,  // 114: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
-	100, // 115: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
-	101, // 116: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
-	102, // 117: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
-	103, // 118: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
-	104, // 119: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
+	78,  // 92: gostop.v1.Event.redealt:type_name -> gostop.v1.Redealt
+	79,  // 93: gostop.v1.Event.dealt:type_name -> gostop.v1.Dealt
+	80,  // 94: gostop.v1.Event.bonus_captured:type_name -> gostop.v1.BonusCaptured
+	81,  // 95: gostop.v1.Event.sat_out:type_name -> gostop.v1.SatOut
+	82,  // 96: gostop.v1.Event.joined_round:type_name -> gostop.v1.JoinedRound
+	83,  // 97: gostop.v1.Event.gwang_sold:type_name -> gostop.v1.GwangSold
+	84,  // 98: gostop.v1.Event.card_played:type_name -> gostop.v1.CardPlayed
+	85,  // 99: gostop.v1.Event.shaken:type_name -> gostop.v1.Shaken
+	86,  // 100: gostop.v1.Event.bombed:type_name -> gostop.v1.Bombed
+	87,  // 101: gostop.v1.Event.flip_only_used:type_name -> gostop.v1.FlipOnlyUsed
+	88,  // 102: gostop.v1.Event.card_flipped:type_name -> gostop.v1.CardFlipped
+	89,  // 103: gostop.v1.Event.card_laid:type_name -> gostop.v1.CardLaid
+	90,  // 104: gostop.v1.Event.captured:type_name -> gostop.v1.Captured
+	91,  // 105: gostop.v1.Event.ppeok_formed:type_name -> gostop.v1.PpeokFormed
+	92,  // 106: gostop.v1.Event.ppeok_recaptured:type_name -> gostop.v1.PpeokRecaptured
+	93,  // 107: gostop.v1.Event.jjok:type_name -> gostop.v1.Jjok
+	94,  // 108: gostop.v1.Event.ttadak:type_name -> gostop.v1.Ttadak
+	95,  // 109: gostop.v1.Event.sseul:type_name -> gostop.v1.Sseul
+	96,  // 110: gostop.v1.Event.pi_stolen:type_name -> gostop.v1.PiStolen
+	97,  // 111: gostop.v1.Event.gukjin_decided:type_name -> gostop.v1.GukjinDecided
+	98,  // 112: gostop.v1.Event.score_changed:type_name -> gostop.v1.ScoreChanged
+	99,  // 113: gostop.v1.Event.went_go:type_name -> gostop.v1.WentGo
+	100, // 114: gostop.v1.Event.stopped:type_name -> gostop.v1.Stopped
+	101, // 115: gostop.v1.Event.instant_paid:type_name -> gostop.v1.InstantPaid
+	102, // 116: gostop.v1.Event.instant_win:type_name -> gostop.v1.InstantWin
+	103, // 117: gostop.v1.Event.instant_loss:type_name -> gostop.v1.InstantLoss
+	104, // 118: gostop.v1.Event.nagari:type_name -> gostop.v1.Nagari
+	105, // 119: gostop.v1.Event.round_settled:type_name -> gostop.v1.RoundSettled
 	74,  // 120: gostop.v1.Event.played_for_seat:type_name -> gostop.v1.PlayedForSeat
 	75,  // 121: gostop.v1.Event.seat_away:type_name -> gostop.v1.SeatAway
-	76,  // 122: gostop.v1.Event.auto_play_set:type_name -> gostop.v1.AutoPlaySet
-	31,  // 123: gostop.v1.PlayedForSeat.action:type_name -> gostop.v1.Action
-	17,  // 124: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
-	56,  // 125: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
-	64,  // 126: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
-	66,  // 127: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
-	15,  // 128: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
-	19,  // 129: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
-	29,  // 130: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
-	46,  // 131: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
-	51,  // 132: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
-	53,  // 133: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
-	49,  // 134: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
-	22,  // 135: gostop.v1.GameService.SetAutoPlay:input_type -> gostop.v1.SetAutoPlayRequest
-	16,  // 136: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
-	26,  // 137: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
-	30,  // 138: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
-	48,  // 139: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
-	52,  // 140: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
-	55,  // 141: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
-	50,  // 142: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
-	23,  // 143: gostop.v1.GameService.SetAutoPlay:output_type -> gostop.v1.SetAutoPlayResponse
-	136, // [136:144] is the sub-list for method output_type
-	128, // [128:136] is the sub-list for method input_type
-	128, // [128:128] is the sub-list for extension type_name
-	128, // [128:128] is the sub-list for extension extendee
-	0,   // [0:128] is the sub-list for field type_name
+	77,  // 122: gostop.v1.Event.auto_play_set:type_name -> gostop.v1.AutoPlaySet
+	76,  // 123: gostop.v1.Event.seat_presence:type_name -> gostop.v1.SeatPresence
+	31,  // 124: gostop.v1.PlayedForSeat.action:type_name -> gostop.v1.Action
+	17,  // 125: gostop.v1.Dealt.hands:type_name -> gostop.v1.Hand
+	56,  // 126: gostop.v1.ScoreChanged.score:type_name -> gostop.v1.Score
+	64,  // 127: gostop.v1.InstantPaid.payment:type_name -> gostop.v1.Payment
+	66,  // 128: gostop.v1.RoundSettled.settlement:type_name -> gostop.v1.Settlement
+	15,  // 129: gostop.v1.GameService.ListRuleSets:input_type -> gostop.v1.ListRuleSetsRequest
+	19,  // 130: gostop.v1.GameService.CreateGame:input_type -> gostop.v1.CreateGameRequest
+	29,  // 131: gostop.v1.GameService.GetGame:input_type -> gostop.v1.GetGameRequest
+	46,  // 132: gostop.v1.GameService.SubmitAction:input_type -> gostop.v1.SubmitActionRequest
+	51,  // 133: gostop.v1.GameService.WatchGame:input_type -> gostop.v1.WatchGameRequest
+	53,  // 134: gostop.v1.GameService.GetGameLog:input_type -> gostop.v1.GetGameLogRequest
+	49,  // 135: gostop.v1.GameService.StartNextRound:input_type -> gostop.v1.StartNextRoundRequest
+	22,  // 136: gostop.v1.GameService.SetAutoPlay:input_type -> gostop.v1.SetAutoPlayRequest
+	16,  // 137: gostop.v1.GameService.ListRuleSets:output_type -> gostop.v1.ListRuleSetsResponse
+	26,  // 138: gostop.v1.GameService.CreateGame:output_type -> gostop.v1.CreateGameResponse
+	30,  // 139: gostop.v1.GameService.GetGame:output_type -> gostop.v1.GetGameResponse
+	48,  // 140: gostop.v1.GameService.SubmitAction:output_type -> gostop.v1.SubmitActionResponse
+	52,  // 141: gostop.v1.GameService.WatchGame:output_type -> gostop.v1.WatchGameResponse
+	55,  // 142: gostop.v1.GameService.GetGameLog:output_type -> gostop.v1.GetGameLogResponse
+	50,  // 143: gostop.v1.GameService.StartNextRound:output_type -> gostop.v1.StartNextRoundResponse
+	23,  // 144: gostop.v1.GameService.SetAutoPlay:output_type -> gostop.v1.SetAutoPlayResponse
+	137, // [137:145] is the sub-list for method output_type
+	129, // [129:137] is the sub-list for method input_type
+	129, // [129:129] is the sub-list for extension type_name
+	129, // [129:129] is the sub-list for extension extendee
+	0,   // [0:129] is the sub-list for field type_name
 }
 
 func init() { file_gostop_v1_game_proto_init() }
@@ -8969,6 +9057,7 @@ func file_gostop_v1_game_proto_init() {
 		(*Event_PlayedForSeat)(nil),
 		(*Event_SeatAway)(nil),
 		(*Event_AutoPlaySet)(nil),
+		(*Event_SeatPresence)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -8976,7 +9065,7 @@ func file_gostop_v1_game_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gostop_v1_game_proto_rawDesc), len(file_gostop_v1_game_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   94,
+			NumMessages:   95,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
