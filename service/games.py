@@ -551,7 +551,7 @@ class Games:
             reveal(first_doc, out)
         last = req.after_version
         for item, doc in zip(batch, docs, strict=True):
-            entry = out.entries.add(version=item.version, seat=doc["seat"], request_id=doc["rid"])
+            entry = out.entries.add(version=item.version, seat=doc["seat"], request_id=doc["rid"], kind=doc["kind"])
             if doc["action"] is not None:
                 entry.action.CopyFrom(convert.action_to_pb(action_from_id(doc["action"])))
             entry.events.extend(convert.event_to_pb(e) for e in doc["events"])

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from gostop.v1 import game_pb2 as pb
-from testkit.servers import OPERATOR, Api, Game, expect, key_md, running_bot_server
+from testkit.servers import OPERATOR, Api, Game, expect, key_md, replay, running_bot_server
 
 BOT_KEY = "bot-key-for-clock-tests-0123456789"
 
@@ -261,3 +261,19 @@ async def test_a_seat_is_connected_while_a_stream_of_it_is_open(store_url: str) 
         log = await api.log(game)
         assert [(p.seat, p.connected) for _, p in logged(log, "seat_presence")] == [(1, True), (1, False)]
         assert view.version == version + 1
+
+
+async def test_a_replay_of_a_game_with_timeouts_gives_the_same_events(api: Api) -> None:
+    """Timeouts, away seats, auto-play and presence in the log: the engine's steps replayed from
+    the log give exactly its events, twice, and the table's steps are marked as such."""
+    game = await create(api, clocked(decision_ms=1000, away_after=1, auto_pause_ms=0))
+    await api.stub.SetAutoPlay(pb.SetAutoPlayRequest(game_id=game.id, on=True), metadata=game.md(0))
+    await until(api, game, lambda v: v.match.finished, limit=60)
+    log = await api.log(game)
+    assert {e.kind for e in log.entries} == {"create", "action", "table"}
+    table_steps = [e for e in log.entries if e.kind == "table"]
+    assert table_steps and all(not e.HasField("action") for e in table_steps)
+    first, by_version = replay(log, 1)
+    again, by_version_again = replay(log, 1)
+    assert by_version == by_version_again and first == again
+    assert first.finished

@@ -3545,9 +3545,14 @@ type LogEntry struct {
 	// Seat that acted (-1 for a deal).
 	Seat int32 `protobuf:"varint,2,opt,name=seat,proto3" json:"seat,omitempty"`
 	// The action applied (absent for a deal).
-	Action        *Action  `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
-	Events        []*Event `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`
-	RequestId     string   `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Action    *Action  `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	Events    []*Event `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`
+	RequestId string   `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The step: create (the deal), action, next_round, or table (a step of a clocked table alone:
+	// auto-play turned on or off, a seat connected or disconnected; no engine step, the events are
+	// the table's). An action or next-round step of a clocked table also carries the table's events
+	// (PlayedForSeat, SeatAway, AutoPlaySet, SeatPresence) around the engine's.
+	Kind          string `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3613,6 +3618,13 @@ func (x *LogEntry) GetEvents() []*Event {
 func (x *LogEntry) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *LogEntry) GetKind() string {
+	if x != nil {
+		return x.Kind
 	}
 	return ""
 }
@@ -8280,14 +8292,15 @@ const file_gostop_v1_game_proto_rawDesc = "" +
 	"\x11GetGameLogRequest\x12\x17\n" +
 	"\agame_id\x18\x01 \x01(\tR\x06gameId\x12#\n" +
 	"\rafter_version\x18\x02 \x01(\x03R\fafterVersion\x12\x1b\n" +
-	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\"\xac\x01\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\"\xc0\x01\n" +
 	"\bLogEntry\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x12\x12\n" +
 	"\x04seat\x18\x02 \x01(\x05R\x04seat\x12)\n" +
 	"\x06action\x18\x03 \x01(\v2\x11.gostop.v1.ActionR\x06action\x12(\n" +
 	"\x06events\x18\x04 \x03(\v2\x10.gostop.v1.EventR\x06events\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\"\x80\x03\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04kind\x18\x06 \x01(\tR\x04kind\"\x80\x03\n" +
 	"\x12GetGameLogResponse\x12-\n" +
 	"\aentries\x18\x01 \x03(\v2\x13.gostop.v1.LogEntryR\aentries\x12&\n" +
 	"\x05rules\x18\x02 \x01(\v2\x10.gostop.v1.RulesR\x05rules\x12\x12\n" +
