@@ -1369,7 +1369,7 @@ def test_alerts_are_valid_promql_over_exported_metrics(variant: Variant) -> None
     rules = [r for g in one(variant, "PrometheusRule")["spec"]["groups"] for r in g["rules"]]
     alerts = {r["alert"] for r in rules}
     expected = {"GostopHighErrorRatio", "GostopHighLatencyP99", "GostopVersionConflicts", "GostopStoreUnavailable",
-                "GostopBotTurnsStuck", "GostopBotWorkersDown", "GostopBotFallbackDecisions"}
+                "GostopBotTurnsStuck", "GostopBotWorkersDown", "GostopBotFallbackDecisions", "GostopClockLagging"}
     assert expected <= alerts
     expressions = [r["expr"] for r in rules]
     code = ("import json, sys, promql_parser\n"
