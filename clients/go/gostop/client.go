@@ -196,6 +196,24 @@ func (c *Client) StartNextRound(ctx context.Context, gameID, token string, expec
 	return resp.GetResult(), nil
 }
 
+// SetAutoPlay turns auto-play (자동치기) on or off for the token's seat of a game with a turn
+// clock: while on, the table's bot makes the seat's decisions, each after the clock's pause, until
+// the seat acts itself. It is a step of the log of its own (an AutoPlaySet event), at most once per
+// request id (a fresh one is drawn when empty); asking for the state the seat is already in changes
+// nothing. FAILED_PRECONDITION, ReasonNoClock, on a game without a clock.
+func (c *Client) SetAutoPlay(ctx context.Context, gameID, token string, on bool, requestID string) (*pb.SetAutoPlayResponse, error) {
+	if requestID == "" {
+		requestID = NewRequestID("go")
+	}
+	ctx, cancel := c.unary(ctx, token)
+	defer cancel()
+	resp, err := c.raw.SetAutoPlay(ctx, &pb.SetAutoPlayRequest{GameId: gameID, On: on, RequestId: requestID})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return resp, nil
+}
+
 // Watch is a stream of the caller's redacted events.
 type Watch struct {
 	stream  grpc.ServerStreamingClient[pb.WatchGameResponse]

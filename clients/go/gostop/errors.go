@@ -50,6 +50,12 @@ const (
 	ReasonInternal         Reason = "INTERNAL"
 	ReasonIDExhausted      Reason = "ID_EXHAUSTED"
 	ReasonNone             Reason = ""
+
+	// The turn clock (docs/clock.md).
+	ReasonBadClock     Reason = "BAD_CLOCK"      // INVALID_ARGUMENT: ClockSettings out of range (metadata field)
+	ReasonNoClock      Reason = "NO_CLOCK"       // FAILED_PRECONDITION: SetAutoPlay on a game without a clock
+	ReasonTurnTimedOut Reason = "TURN_TIMED_OUT" // ABORTED: the table's bot made the seat's decision first
+	ReasonNotABotSeat  Reason = "NOT_A_BOT_SEAT" // PERMISSION_DENIED: a bot worker before the deadline (metadata deadline_ms)
 )
 
 // Error is a failed call: its gRPC code and message and the ErrorInfo of its google.rpc.Status
