@@ -3,8 +3,8 @@
 
 Every call has a deadline (``timeout``, 5 s by default). ``UNAVAILABLE`` is retried with
 exponential backoff and jitter, within ``RetryPolicy``'s bounds on attempts and time;
-``SubmitAction`` and ``StartNextRound`` always carry a request id (a fresh uuid4 unless the
-caller gives one), so a retried action is applied at most once. Failures are raised as
+``SubmitAction``, ``StartNextRound`` and ``SetAutoPlay`` always carry a request id (a fresh uuid4
+unless the caller gives one), so a retried action is applied at most once. Failures are raised as
 ``GostopError`` subclasses chosen by the status's ``ErrorInfo`` reason (``StaleVersion``
 carries the game's current version). ``watch`` resumes a broken event stream without losing
 or repeating an event; ``log`` reads every page of the log.
@@ -269,16 +269,18 @@ class GostopClient(_Base):
     def create_game(
         self, preset: str = "standard", players: int = 0, *, overrides: pb.Rules | Mapping[str, Any] | None = None,
         seed: int | None = None, rounds: int | None = None, deal: pb.Deal | None = None,
-        bot_seats: BotSeats | None = None, timeout: float | None = None,
+        bot_seats: BotSeats | None = None, clock: pb.ClockSettings | None = None, timeout: float | None = None,
     ) -> Game:
         """Create a match (``rounds`` absent: 1; 0: open-ended); a handle with every seat's token.
 
         ``overrides`` are rule fields to change, as a ``Rules`` message or engine-style values
         (``{"gwangbak": False}``). ``bot_seats`` are seats the server's bot workers play (no token
         comes back for them): ``{1: "greedy"}`` or ``{1: ("mcts", 300)}`` with a CPU budget in ms per
-        decision. A retry after a lost reply may leave an unused game behind (it expires).
+        decision. ``clock`` is a turn clock the server enforces (``pb.ClockSettings``; out of range:
+        ``InvalidRequest`` ``BAD_CLOCK``). A retry after a lost reply may leave an unused game behind
+        (it expires).
         """
-        req = create_request(preset, players, overrides, seed, rounds, deal, bot_seats)
+        req = create_request(preset, players, overrides, seed, rounds, deal, bot_seats, clock)
         return self._run(self._methods.create_game(req, timeout))
 
     def get_game(self, game: GameRef, seat: int | None = None, *, token: str | None = None,
@@ -303,6 +305,18 @@ class GostopClient(_Base):
     ) -> pb.TurnResult:
         """Deal the next round of the match once the current one is over (idempotent like ``submit_action``)."""
         return self._run(self._methods.start_next_round(game, seat, expected_version, request_id, token, timeout))
+
+    def set_auto_play(
+        self, game: GameRef, seat: int | None, on: bool, *, request_id: str | None = None, token: str | None = None,
+        timeout: float | None = None,
+    ) -> pb.SetAutoPlayResponse:
+        """Turn auto-play (자동치기) on or off for ``seat`` (its token: a person's choice) of a game
+        with a turn clock: while on, the table's bot makes the seat's decisions, each after the
+        clock's pause, until the seat acts itself. A step of the log of its own (an ``AutoPlaySet``
+        event), at most once per request id (a fresh uuid4 unless given); asking for the state the
+        seat is already in changes nothing. The response holds the version and the seat's view.
+        ``FailedPrecondition`` (``NO_CLOCK``) on a game without a clock."""
+        return self._run(self._methods.set_auto_play(game, seat, on, request_id, token, timeout))
 
     def act(
         self, game: GameRef, seat: int, choose: Callable[[pb.GameView], ActionLike], *, token: str | None = None,
@@ -448,9 +462,9 @@ class AsyncGostopClient(_Base):
     async def create_game(
         self, preset: str = "standard", players: int = 0, *, overrides: pb.Rules | Mapping[str, Any] | None = None,
         seed: int | None = None, rounds: int | None = None, deal: pb.Deal | None = None,
-        bot_seats: BotSeats | None = None, timeout: float | None = None,
+        bot_seats: BotSeats | None = None, clock: pb.ClockSettings | None = None, timeout: float | None = None,
     ) -> Game:
-        req = create_request(preset, players, overrides, seed, rounds, deal, bot_seats)
+        req = create_request(preset, players, overrides, seed, rounds, deal, bot_seats, clock)
         return await self._run(self._methods.create_game(req, timeout))
 
     async def get_game(self, game: GameRef, seat: int | None = None, *, token: str | None = None,
@@ -470,6 +484,13 @@ class AsyncGostopClient(_Base):
     ) -> pb.TurnResult:
         return await self._run(self._methods.start_next_round(game, seat, expected_version, request_id, token,
                                                               timeout))
+
+    async def set_auto_play(
+        self, game: GameRef, seat: int | None, on: bool, *, request_id: str | None = None, token: str | None = None,
+        timeout: float | None = None,
+    ) -> pb.SetAutoPlayResponse:
+        """``GostopClient.set_auto_play``."""
+        return await self._run(self._methods.set_auto_play(game, seat, on, request_id, token, timeout))
 
     async def act(
         self, game: GameRef, seat: int, choose: _AsyncChooser, *, token: str | None = None, max_attempts: int = 10,

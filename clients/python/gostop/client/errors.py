@@ -33,6 +33,7 @@ __all__ = [
     "RoundInProgress",
     "RoundOverError",
     "StaleVersion",
+    "TurnTimedOut",
     "Unauthenticated",
     "Unavailable",
     "client_side_error",
@@ -54,7 +55,8 @@ class GostopError(Exception):
 
 
 class InvalidRequest(GostopError):
-    """``INVALID_ARGUMENT``: a malformed request (bad game id, rules, action, request id...)."""
+    """``INVALID_ARGUMENT``: a malformed request (bad game id, rules, action, request id, clock
+    settings out of range: ``BAD_CLOCK`` with the ``field``...)."""
 
 
 class RequestIdReused(InvalidRequest):
@@ -66,7 +68,14 @@ class Unauthenticated(GostopError):
 
 
 class PermissionDenied(GostopError):
-    """``PERMISSION_DENIED``: a token of another game, an operator-only request, a log not yet open."""
+    """``PERMISSION_DENIED``: a token of another game, an operator-only request, a log not yet open, a
+    bot worker acting for a person's seat before its deadline (``NOT_A_BOT_SEAT``)."""
+
+    @property
+    def deadline_ms(self) -> int | None:
+        """``NOT_A_BOT_SEAT``: when the seat's decision falls due (server Unix ms), if it has a deadline."""
+        value = self.metadata.get("deadline_ms")
+        return int(value) if value else None
 
 
 class GameNotFound(GostopError):
@@ -74,7 +83,8 @@ class GameNotFound(GostopError):
 
 
 class FailedPrecondition(GostopError):
-    """``FAILED_PRECONDITION``: the game is not in a state that allows the request."""
+    """``FAILED_PRECONDITION``: the game is not in a state that allows the request (``NO_CLOCK``:
+    ``SetAutoPlay`` on a game without a turn clock)."""
 
 
 class NotYourTurnError(FailedPrecondition):
@@ -109,6 +119,11 @@ class StaleVersion(GostopError):
         return int(self.metadata.get("expected_version", "0"))
 
 
+class TurnTimedOut(StaleVersion):
+    """``ABORTED`` / ``TURN_TIMED_OUT``: the seat's time ran out and the table's bot made its decision
+    first (a game with a turn clock); re-read the game. A ``StaleVersion``, so ``act`` reads again."""
+
+
 class Unavailable(GostopError):
     """``UNAVAILABLE``: the server or its store cannot serve the call now (retried before it is raised)."""
 
@@ -138,6 +153,7 @@ _BY_REASON: Final[dict[str, type[GostopError]]] = {
     "ROUND_IN_PROGRESS": RoundInProgress,
     "GAME_TOO_LONG": GameTooLong,
     "STALE_VERSION": StaleVersion,
+    "TURN_TIMED_OUT": TurnTimedOut,
 }
 _BY_CODE: Final[dict[grpc.StatusCode, type[GostopError]]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidRequest,

@@ -56,7 +56,7 @@ def action_fields(action: ActionLike) -> dict[str, Any]:
 
 def create_request(
     preset: str, players: int, overrides: pb.Rules | Mapping[str, Any] | None, seed: int | None,
-    rounds: int | None, deal: pb.Deal | None, bot_seats: BotSeats | None,
+    rounds: int | None, deal: pb.Deal | None, bot_seats: BotSeats | None, clock: pb.ClockSettings | None = None,
 ) -> pb.CreateGameRequest:
     req = pb.CreateGameRequest(preset=preset, players=players)
     for seat, bot in (bot_seats or {}).items():
@@ -70,6 +70,8 @@ def create_request(
         req.rounds = rounds
     if deal is not None:
         req.deal.CopyFrom(deal)
+    if clock is not None:
+        req.clock.CopyFrom(clock)
     return req
 
 
@@ -134,6 +136,14 @@ class Methods:
                                        expected_version=self._expected(game, expected_version),
                                        request_id=request_id(given_id))
         return (yield from self._turn(Call("StartNextRound", req, self.seat_md(game, seat, token), timeout), game))
+
+    def set_auto_play(self, game: GameRef, seat: int | None, on: bool, given_id: str | None, token: str | None,
+                      timeout: float | None) -> Flow[pb.SetAutoPlayResponse]:
+        req = pb.SetAutoPlayRequest(game_id=self.game_id(game), on=on, request_id=request_id(given_id))
+        response: pb.SetAutoPlayResponse = yield Call("SetAutoPlay", req, key_md(self._token(game, seat, token)),
+                                                      timeout)
+        self._update(game, response.version, response.view)
+        return response
 
     def act(self, game: GameRef, seat: int, token: str | None, max_attempts: int) -> Flow[pb.TurnResult]:
         """Read the seat's view, ask for a choice, submit it at the view's version; choose again
