@@ -120,4 +120,19 @@ object Reason {
     const val SNAPSHOT_CORRUPT = "SNAPSHOT_CORRUPT"
     const val INTERNAL = "INTERNAL"
     const val ID_EXHAUSTED = "ID_EXHAUSTED"
+
+    /** `INVALID_ARGUMENT`: clock settings out of range (metadata `field`). */
+    const val BAD_CLOCK = "BAD_CLOCK"
+
+    /** `FAILED_PRECONDITION`: `SetAutoPlay` on a game without a turn clock. */
+    const val NO_CLOCK = "NO_CLOCK"
+
+    /** `ABORTED`: the seat's time ran out and the table's bot made its decision first (metadata `current_version`). */
+    const val TURN_TIMED_OUT = "TURN_TIMED_OUT"
+
+    /** `PERMISSION_DENIED`: a bot worker acting for a person's seat before its deadline (metadata `deadline_ms`). */
+    const val NOT_A_BOT_SEAT = "NOT_A_BOT_SEAT"
+
+    /** `PERMISSION_DENIED`: a call only a seat's token may make (`SetAutoPlay`). */
+    const val SEAT_TOKEN_ONLY = "SEAT_TOKEN_ONLY"
 }

@@ -17,6 +17,8 @@ import gostop.v1.Game.GetGameRequest
 import gostop.v1.Game.GetGameResponse
 import gostop.v1.Game.ListRuleSetsRequest
 import gostop.v1.Game.RuleSet
+import gostop.v1.Game.SetAutoPlayRequest
+import gostop.v1.Game.SetAutoPlayResponse
 import gostop.v1.Game.StartNextRoundRequest
 import gostop.v1.Game.SubmitActionRequest
 import gostop.v1.Game.TurnResult
@@ -268,6 +270,25 @@ class GostopClient @JvmOverloads constructor(
         return response.result
     }
 
+    /**
+     * Turns auto-play (자동치기) on or off for [token]'s seat of a game with a turn clock: while on,
+     * the table's bot makes the seat's decisions, each after the clock's pause, until the seat acts
+     * itself. A step of the log of its own (an `AutoPlaySet` event), at most once per [requestId] (a
+     * fresh one when null); asking for the state the seat is already in changes nothing. Answers the
+     * version and the seat's view; `FAILED_PRECONDITION` / `NO_CLOCK` on a game without a clock.
+     */
+    suspend fun setAutoPlay(
+        gameId: String,
+        token: String,
+        on: Boolean,
+        requestId: String? = null,
+        timeout: Duration? = null,
+    ): SetAutoPlayResponse {
+        val request = SetAutoPlayRequest.newBuilder().setGameId(gameId).setOn(on)
+            .setRequestId(requestId ?: newRequestId()).build()
+        return unary(CallAuth(token, timeout), true) { raw.setAutoPlay(request, it) }
+    }
+
     /** One page of the unredacted log (operators, or seats once the match is over). */
     suspend fun getLogPage(gameId: String, afterVersion: Long = 0, pageSize: Int = 0, auth: CallAuth? = null): GetGameLogResponse {
         val request = GetGameLogRequest.newBuilder().setGameId(gameId).setAfterVersion(afterVersion)
@@ -315,12 +336,14 @@ class GostopClient @JvmOverloads constructor(
             }
             var failure: GostopException? = null
             try {
-                val request = WatchGameRequest.newBuilder().setGameId(gameId).setAfterVersion(progress.resume()).build()
+                // Each version comes as one message, handed out an event at a time (unpack).
+                val request = WatchGameRequest.newBuilder().setGameId(gameId).setAfterVersion(progress.resume())
+                    .setWholeVersions(true).build()
                 stream.sendAndClose(request)
                 val items = stream.responseChannel().iterator()
                 while (failure == null) {
                     // Only the stream's failures are caught here: the collector's own (from emit) go up.
-                    val item: WatchGameResponse? = try {
+                    val message: WatchGameResponse? = try {
                         if (items.hasNext()) items.next() else null
                     } catch (e: CancellationException) {
                         if (closed) throw closedError(e)
@@ -330,14 +353,16 @@ class GostopClient @JvmOverloads constructor(
                         failure = GostopException.from(e)
                         continue
                     }
-                    if (item == null) {
+                    if (message == null) {
                         if (closed) throw closedError()
                         progress.finish()
                         return@flow
                     }
-                    if (progress.accept(item)) {
-                        backoff.reset()
-                        emit(item)
+                    for (item in unpack(message)) {
+                        if (progress.accept(item)) {
+                            backoff.reset()
+                            emit(item)
+                        }
                     }
                 }
             } finally {

@@ -5,8 +5,9 @@ import gostop.v1.Game.WatchGameResponse
 /**
  * Where a watch stands, so that a resumed stream neither loses nor repeats an event.
  *
- * The events of one version arrive as several messages, so a stream cut in the middle of a version
- * is resumed after the last version known complete ([lastCompleteVersion]), and the events of the
+ * The events of one version are delivered one at a time, so a watch left in the middle of a version
+ * (its collection cancelled, or a stream cut that sends each event as a message of its own) is
+ * resumed after the last version known complete ([lastCompleteVersion]), and the events of the
  * version in progress that were already delivered are dropped.
  */
 class WatchProgress(afterVersion: Long = 0) {
@@ -56,4 +57,22 @@ class WatchProgress(afterVersion: Long = 0) {
     internal fun finish() {
         inProgress?.let { lastCompleteVersion = it }
     }
+}
+
+/**
+ * The messages a stream without `whole_versions` sends for [message], a version's message: one per
+ * event, then the view, if any. A message without events is returned as it is when it holds a view;
+ * a version with no event the caller may see gives nothing, as such a stream sends nothing for it.
+ */
+fun unpack(message: WatchGameResponse): List<WatchGameResponse> {
+    if (message.eventsCount == 0) {
+        return if (message.hasView() || message.hasEvent()) listOf(message) else emptyList()
+    }
+    val items = message.eventsList.mapTo(ArrayList(message.eventsCount + 1)) { event ->
+        WatchGameResponse.newBuilder().setVersion(message.version).setEvent(event).build()
+    }
+    if (message.hasView()) {
+        items.add(WatchGameResponse.newBuilder().setVersion(message.version).setView(message.view).build())
+    }
+    return items
 }

@@ -96,4 +96,34 @@ class ClientTest {
         progress.finish()
         assertEquals(3, progress.lastCompleteVersion)
     }
+
+    private fun played(card: Int) = Event.newBuilder().setCardPlayed(gostop.v1.Game.CardPlayed.newBuilder().setCard(card)).build()
+
+    @Test
+    fun aVersionsMessageIsHandedOutAnEventAtATime() {
+        val view = gostop.v1.Game.GameView.newBuilder().setVersion(4).build()
+        val whole = WatchGameResponse.newBuilder().setVersion(4).addEvents(played(1)).addEvents(played(2)).setView(view).build()
+        val items = unpack(whole)
+        assertEquals(listOf(1, 2), items.take(2).map { it.event.cardPlayed.card })
+        assertTrue(items.all { it.version == 4L })
+        assertEquals(view, items[2].view)
+        assertFalse(items[2].hasEvent())
+        // A version with no event the caller may see gives nothing; a view-only message stays as it is.
+        assertEquals(emptyList(), unpack(WatchGameResponse.newBuilder().setVersion(5).build()))
+        val viewOnly = WatchGameResponse.newBuilder().setVersion(4).setView(view).build()
+        assertEquals(listOf(viewOnly), unpack(viewOnly))
+    }
+
+    @Test
+    fun aWatchLeftInsideAVersionResumesAfterItsDeliveredEvents() {
+        val progress = WatchProgress(3)
+        val whole = WatchGameResponse.newBuilder().setVersion(4).addEvents(played(1)).addEvents(played(2)).build()
+        assertEquals(3, progress.resume())
+        assertTrue(progress.accept(unpack(whole)[0]))
+        // The collection left after the first event: the version is sent again whole, its first event dropped.
+        assertEquals(3, progress.resume())
+        assertEquals(listOf(false, true), unpack(whole).map { progress.accept(it) })
+        progress.finish()
+        assertEquals(4, progress.lastCompleteVersion)
+    }
 }
