@@ -3,8 +3,9 @@
 Every scenario is played against a live in-process server over the memory store (a few also over a
 real Redis) with the generated gRPC stub, exactly as ``tests/conformance/README.md`` tells every
 client to: create the game with the operator key, submit each step with the seat's token at the
-current version, then check the version, the whole log (paged), the settlement and the spectator's
-view. A last test regenerates the files in memory with ``testkit.conformance`` and compares
+current version (auto-play steps with ``SetAutoPlay``), make the calls the server must refuse, then
+check the version, the whole log (paged), the settlement and the spectator's view (the clock's times
+by how they relate). A last test regenerates the files in memory with ``testkit.conformance`` and compares
 them byte for byte, so the scenarios always follow the engine.
 """
 
@@ -15,10 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+import grpc
 import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from gostop.client.errors import error_from_rpc
 from gostop.engine import action_id
 from gostop.v1 import game_pb2 as pb
 from gostop.v1 import game_pb2_grpc as pb_grpc
@@ -31,7 +34,7 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 SCENARIOS: Final = ROOT / "tests" / "conformance" / "scenarios"
 PAGE_SIZE: Final = 7
 """Small log pages, so that every long scenario exercises ``next_after_version``."""
-REDIS_SCENARIOS: Final = ("classic-4p-gwang-sale", "standard-2p-steal-order")
+REDIS_SCENARIOS: Final = ("classic-4p-gwang-sale", "standard-2p-clock-auto-play", "standard-2p-steal-order")
 
 Json = dict[str, Any]
 
@@ -76,6 +79,67 @@ async def read_log(stub: pb_grpc.GameServiceStub, game_id: str) -> tuple[pb.GetG
             return whole, pages
 
 
+def check_clock(view: pb.GameView) -> pb.GameView:
+    """``view`` with its clock's server times cleared, once they are seen to agree with the settings
+    and the banks (README: "Spectator view")."""
+    if not view.HasField("clock"):
+        return view
+    out = pb.GameView()
+    out.CopyFrom(view)
+    clock = out.clock
+    times = (clock.started_ms, clock.bank_from_ms, clock.deadline_ms)
+    if clock.seat < 0:
+        assert times == (0, 0, 0), "a clock that runs for nobody has no times"
+        return out
+    seat = next(s for s in out.seats if s.seat == clock.seat)
+    settings = clock.settings
+    assert clock.started_ms > 0
+    if seat.away or seat.auto_play:
+        assert clock.bank_from_ms == clock.deadline_ms == clock.started_ms + settings.auto_pause_ms
+    else:
+        assert clock.bank_from_ms == clock.started_ms + settings.decision_ms
+        assert clock.deadline_ms == clock.bank_from_ms + seat.bank_ms
+    for name in ("started_ms", "bank_from_ms", "deadline_ms"):
+        clock.ClearField(name)
+    return out
+
+
+async def step_call(stub: pb_grpc.GameServiceStub, game_id: str, version: int, step: Json, request_id: str,
+                    md: tuple[tuple[str, str], ...]) -> tuple[int, pb.TurnResult | None]:
+    """Make one step's call; the version it answers and, for a step of the game, its ``TurnResult``."""
+    if "set_auto_play" in step:
+        auto: pb.SetAutoPlayResponse = await stub.SetAutoPlay(
+            pb.SetAutoPlayRequest(game_id=game_id, on=step["set_auto_play"], request_id=request_id), metadata=md)
+        assert auto.view.seats[step["seat"]].auto_play == step["set_auto_play"]
+        return auto.version, None
+    result: pb.TurnResult
+    if step.get("start_next_round"):
+        result = (await stub.StartNextRound(
+            pb.StartNextRoundRequest(game_id=game_id, expected_version=version, request_id=request_id),
+            metadata=md)).result
+    else:
+        result = (await stub.SubmitAction(
+            pb.SubmitActionRequest(game_id=game_id, expected_version=version, request_id=request_id,
+                                   action_id=step["action_id"]),
+            metadata=md)).result
+    return result.version, result
+
+
+async def check_refusals(stub: pb_grpc.GameServiceStub, doc: Json, game_id: str, tokens: dict[int, str],
+                         version: int) -> None:
+    """Every call of ``refusals`` fails with its code, reason and metadata, and changes nothing."""
+    for n, refusal in enumerate(doc.get("refusals", []), start=1):
+        want: Json = refusal["error"]
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            if "create" in refusal:
+                await stub.CreateGame(parse(refusal["create"], pb.CreateGameRequest()), metadata=OPERATOR)
+            else:
+                await step_call(stub, game_id, version, refusal, f"refusal-{n}", seat_md(tokens[refusal["seat"]]))
+        error = error_from_rpc(refused.value)
+        assert (error.code.name, error.reason) == (want["code"], want["reason"]), f"refusal {n}: {error}"
+        assert want.get("metadata", {}).items() <= error.metadata.items(), f"refusal {n}: {error.metadata}"
+
+
 async def run_scenario(stub: pb_grpc.GameServiceStub, doc: Json) -> None:
     """Play one scenario document through the API and check every expectation it states."""
     expect: Json = doc["expect"]
@@ -90,21 +154,13 @@ async def run_scenario(stub: pb_grpc.GameServiceStub, doc: Json) -> None:
     sent: dict[int, str] = {}
     for n, step in enumerate(doc["steps"], start=1):
         request_id = f"conformance-{n}"
-        md = seat_md(tokens[step["seat"]])
-        result: pb.TurnResult
-        if step.get("start_next_round"):
-            result = (await stub.StartNextRound(
-                pb.StartNextRoundRequest(game_id=game_id, expected_version=version, request_id=request_id),
-                metadata=md)).result
-        else:
-            result = (await stub.SubmitAction(
-                pb.SubmitActionRequest(game_id=game_id, expected_version=version, request_id=request_id,
-                                       action_id=step["action_id"]),
-                metadata=md)).result
-        assert result.version == version + 1, f"step {n}"
-        version = result.version
+        answered, result = await step_call(stub, game_id, version, step, request_id, seat_md(tokens[step["seat"]]))
+        assert answered == version + 1, f"step {n}"
+        version = answered
         sent[version] = request_id
-        settlement = result.settlement if result.HasField("settlement") else None
+        if result is not None:
+            settlement = result.settlement if result.HasField("settlement") else None
+    await check_refusals(stub, doc, game_id, tokens, version)
     assert version == expect["final_version"]
 
     log, pages = await read_log(stub, game_id)
@@ -116,6 +172,7 @@ async def run_scenario(stub: pb_grpc.GameServiceStub, doc: Json) -> None:
     for entry, want in zip(log.entries, expect["log"], strict=True):
         where = f"version {entry.version}"
         assert entry.seat == want["seat"], where
+        assert entry.kind == want.get("kind", entry.kind), where
         if want["actionId"] is None:
             assert not entry.HasField("action"), where
         else:
@@ -133,7 +190,7 @@ async def run_scenario(stub: pb_grpc.GameServiceStub, doc: Json) -> None:
     wanted: Json = expect["final_view_spectator"]
     spectator: pb.GetGameResponse = await stub.GetGame(pb.GetGameRequest(game_id=game_id))
     assert spectator.version == expect["final_version"]
-    assert project(spectator.view, set(wanted)) == parse(wanted, pb.GameView())
+    assert project(check_clock(spectator.view), set(wanted)) == parse(wanted, pb.GameView())
 
 
 @pytest.mark.parametrize("path", scenario_files(), ids=lambda p: p.stem)

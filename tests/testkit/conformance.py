@@ -128,7 +128,28 @@ class NextRound:
     seat: int = 0
 
 
-Step = Action | NextRound
+@dataclass(frozen=True)
+class AutoPlay:
+    """A script step that turns auto-play on or off for ``seat`` (``SetAutoPlay``): a step of the
+    table alone, in a game with a clock."""
+
+    seat: int
+    on: bool
+
+
+Step = Action | NextRound | AutoPlay
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A call the server must refuse after the script: ``create`` (a ``CreateGame``), or an
+    auto-play change of ``seat``; the gRPC code's name, the ``ErrorInfo`` reason and metadata."""
+
+    code: str
+    reason: str
+    create: JsonObject | None = None
+    auto_play: AutoPlay | None = None
+    metadata: JsonObject = field(default_factory=dict)
 
 
 def cards(*ids: int) -> list[Step]:
@@ -186,6 +207,9 @@ class Scenario:
     finish: bool = True
     rounds: int | None = None
     """``CreateGameRequest.rounds``; absent (None) means 1."""
+    clock: JsonObject | None = None
+    """``CreateGameRequest.clock`` as proto3 JSON; None: no clock."""
+    refusals: Sequence[Refusal] = ()
 
 
 def rules_of(preset: str, players: int) -> Rules:
@@ -471,6 +495,32 @@ def scenarios() -> list[Scenario]:
             "4 players: B holds three 1월 and a bonus card; after C sits out the bonus is replaced by the fourth "
             "1월: 총통, paid by the two other playing seats only.",
             CLASSIC4, make_deal(CLASSIC4, [[], [0, 1, 2, 48]], [*FOUR_FLOOR[1:], 25], [3]), [JoinRound(), SitOut()]),
+        # ------------------------------------------------------------ the turn clock
+        scenario(
+            "standard-2p-clock-auto-play",
+            "A turn clock (CreateGame clock: ten minutes a decision, a 30 s bank; the view fills in the "
+            "defaults: greedy, away after 2, a 1 s pause). B turns auto-play on and off while A is to move "
+            "(SetAutoPlay: a step of the table alone, one AutoPlaySet event, no action); A plays, and turns "
+            "auto-play on while B is to move. The round goes on: the spectator's view shows the clock running "
+            "for B, both banks full, and A on auto-play.",
+            STANDARD, make_deal(STANDARD, [[6, 0], [13, 3]], [1, 7, 12, 16, 20, 24, 28, 36], [8, 40, 2, 44]),
+            [*cards(6, 13), AutoPlay(B, True), AutoPlay(B, False), PlayCard(0), AutoPlay(A, True)],
+            finish=False, clock={"decisionMs": 600_000, "bankMs": 30_000}),
+        scenario(
+            "standard-2p-clock-refusals",
+            "What the clock refuses: SetAutoPlay on a game without a clock (FAILED_PRECONDITION NO_CLOCK), and "
+            "CreateGame with clock settings out of range (INVALID_ARGUMENT BAD_CLOCK, the field in the "
+            "metadata): a decision time under 1 s, away after more than 100 timeouts, a pause over 10 s, a "
+            "remote bot as the policy. The game itself is the 쪽 round.",
+            STANDARD, make_deal(STANDARD, [[4, 20], [14]], [1, 15, 17, 24, 28, 36, 40, 44], [8, 33, 21]),
+            cards(4, 14, 20),
+            refusals=(
+                Refusal("FAILED_PRECONDITION", "NO_CLOCK", auto_play=AutoPlay(B, True)),
+                *(Refusal("INVALID_ARGUMENT", "BAD_CLOCK", metadata={"field": f"clock.{name}"},
+                          create={"preset": "standard", "clock": {"decisionMs": 1000, **bad}})
+                  for name, bad in (("decision_ms", {"decisionMs": 999}), ("away_after", {"awayAfter": 101}),
+                                    ("auto_pause_ms", {"autoPauseMs": 10_001}), ("policy", {"policy": "remote:x"}))),
+            )),
         # ------------------------------------------------------------ seeded games
         scenario(
             "standard-2p-seeded",
@@ -493,6 +543,8 @@ def to_json(msg: Message) -> JsonObject:
 
 def create_request(s: Scenario) -> pb.CreateGameRequest:
     req = pb.CreateGameRequest(preset=s.preset, players=s.players, seed=s.seed)
+    if s.clock is not None:
+        json_format.ParseDict(s.clock, req.clock)
     if s.rounds is not None:
         req.rounds = s.rounds
     if s.overrides:
@@ -518,6 +570,8 @@ def next_step(match: Match, todo: list[Step], finish: bool) -> Step | None:
     """The next step to take: the script's, an automatic answer, the finishing policy's, or None."""
     state = match.round
     nxt = todo[0] if todo else None
+    if isinstance(nxt, AutoPlay):
+        return todo.pop(0)
     if state.over:
         return todo.pop(0) if isinstance(nxt, NextRound) else None
     if nxt is not None:
@@ -533,10 +587,62 @@ def next_step(match: Match, todo: list[Step], finish: bool) -> Step | None:
     return min(legal_actions(state), key=action_id)
 
 
-def spectator_view(match: Match, version: int) -> JsonObject:
+# ------------------------------------------------------------------------ the clock
+# The runs are short and the decision time long, so no decision runs over: every bank stays full,
+# nobody times out or goes away, and the table's bot never moves. What the clock's part of a view
+# says is then the settings (defaults filled), the seat it runs for, each seat's full bank and its
+# auto-play flag. The times (started_ms, bank_from_ms, deadline_ms) are the server's: runners check
+# how they relate and compare the rest.
+
+DEFAULT_CLOCK: Final[JsonObject] = {"policy": "greedy", "awayAfter": 2, "autoPauseMs": 1000}
+
+
+@dataclass(frozen=True)
+class TableModel:
+    """A clocked table as a scenario leaves it: its settings (defaults filled) and auto-play flags."""
+
+    settings: pb.ClockSettings
+    auto: tuple[bool, ...]
+
+    @classmethod
+    def new(cls, req: pb.CreateGameRequest, players: int) -> TableModel | None:
+        if not req.HasField("clock"):
+            return None
+        settings = pb.ClockSettings()
+        json_format.ParseDict({**DEFAULT_CLOCK, **{k: v for k, v in to_json(req.clock).items() if v}}, settings)
+        if req.clock.HasField("auto_pause_ms"):
+            settings.auto_pause_ms = req.clock.auto_pause_ms
+        return cls(settings, (False,) * players)
+
+    def with_auto_play(self, seat: int, on: bool) -> TableModel:
+        assert self.auto[seat] != on, f"seat {seat}'s auto-play is already {on}: SetAutoPlay would change nothing"
+        return TableModel(self.settings, tuple(on if n == seat else a for n, a in enumerate(self.auto)))
+
+    def clock_seat(self, match: Match) -> int:
+        """The seat the clock runs for (no bot seats in the scenarios: the first seat deals a next round)."""
+        if match.finished:
+            return -1
+        return 0 if match.round.over else match.round.to_move
+
+    def check_still(self, match: Match, name: str) -> None:
+        """No seat on auto-play owes the decision: the table's bot would make it during the run."""
+        seat = self.clock_seat(match)
+        assert seat < 0 or not self.auto[seat], f"{name}: seat {seat} decides while on auto-play"
+
+    def fill(self, match: Match, out: pb.GameView) -> None:
+        out.clock.settings.CopyFrom(self.settings)
+        out.clock.seat = self.clock_seat(match)
+        for seat_view in out.seats:
+            seat_view.bank_ms = self.settings.bank_ms
+            seat_view.auto_play = self.auto[seat_view.seat]
+
+
+def spectator_view(match: Match, version: int, table: TableModel | None = None) -> JsonObject:
     """The spectator's GameView as proto3 JSON: every top-level field but ``gameId`` and ``rules``,
     fields at their default value included (0, false, "", [] or null)."""
     msg = convert.view_to_pb(view(match.round), match, "", version)
+    if table is not None:
+        table.fill(match, msg)
     full = to_json(msg)
     out: JsonObject = {}
     for fd in msg.DESCRIPTOR.fields:
@@ -563,30 +669,41 @@ def build(s: Scenario) -> JsonObject:
     """Play ``s`` through the engine and return its scenario document."""
     req = create_request(s)
     match, events = start(req)
-    log: list[JsonObject] = [{"version": 1, "seat": -1, "actionId": None, "action": None,
+    log: list[JsonObject] = [{"version": 1, "kind": "create", "seat": -1, "actionId": None, "action": None,
                               "events": [to_json(convert.event_to_pb(e)) for e in events]}]
     last_events = events
     steps: list[JsonObject] = []
     todo = list(s.script)
     version = 1
+    table = TableModel.new(req, match.rules.players)
     while (step := next_step(match, todo, s.finish)) is not None:
         version += 1
+        if isinstance(step, AutoPlay):
+            assert table is not None and not match.finished, f"{s.name}: auto-play needs a clock and a match on"
+            table = table.with_auto_play(step.seat, step.on)
+            table.check_still(match, s.name)
+            steps.append({"seat": step.seat, "set_auto_play": step.on})
+            log.append({"version": version, "kind": "table", "seat": step.seat, "actionId": None, "action": None,
+                        "events": [to_json(pb.Event(auto_play_set=pb.AutoPlaySet(seat=step.seat, on=step.on)))]})
+            continue
         if isinstance(step, NextRound):
             match, last_events = next_round(match)
             steps.append({"seat": step.seat, "start_next_round": True})
-            log.append({"version": version, "seat": step.seat, "actionId": None, "action": None,
-                        "events": [to_json(convert.event_to_pb(e)) for e in last_events]})
+            log.append({"version": version, "kind": "next_round", "seat": step.seat, "actionId": None,
+                        "action": None, "events": [to_json(convert.event_to_pb(e)) for e in last_events]})
             continue
         seat = match.round.to_move
         match, last_events = match_apply(match, step, seat)
         steps.append({"seat": seat, "action_id": action_id(step)})
-        log.append({"version": version, "seat": seat, "actionId": action_id(step),
+        log.append({"version": version, "kind": "action", "seat": seat, "actionId": action_id(step),
                     "action": to_json(convert.action_to_pb(step)),
                     "events": [to_json(convert.event_to_pb(e)) for e in last_events]})
+        if table is not None:
+            table.check_still(match, s.name)
     assert not todo, f"{s.name}: the round ended with {todo} left to play"
     settled = [e.settlement for e in last_events if isinstance(e, RoundSettled)]
     assert bool(settled) == match.round.over
-    return {
+    doc: JsonObject = {
         "format": FORMAT,
         "name": s.name,
         "description": s.description,
@@ -596,9 +713,23 @@ def build(s: Scenario) -> JsonObject:
             "final_version": version,
             "log": log,
             "settlement": to_json(convert.settlement_to_pb(settled[-1])) if settled else None,
-            "final_view_spectator": spectator_view(match, version),
+            "final_view_spectator": spectator_view(match, version, table),
         },
     }
+    if s.refusals:
+        doc["refusals"] = [refusal_doc(r) for r in s.refusals]
+    return doc
+
+
+def refusal_doc(r: Refusal) -> JsonObject:
+    """A refusal as the file holds it: the call (``create``, or a seat's step) and its ``error``."""
+    error: JsonObject = {"code": r.code, "reason": r.reason}
+    if r.metadata:
+        error["metadata"] = r.metadata
+    if r.create is not None:
+        return {"create": r.create, "error": error}
+    assert r.auto_play is not None
+    return {"seat": r.auto_play.seat, "set_auto_play": r.auto_play.on, "error": error}
 
 
 def render(doc: JsonObject) -> str:

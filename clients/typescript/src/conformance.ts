@@ -11,11 +11,13 @@
 // gRPC-Web). The server also comes from GOSTOP_ADDRESS, the key from GOSTOP_OPERATOR_KEY, the
 // folder from GOSTOP_SCENARIOS (default: the repository's tests/conformance/scenarios). For each
 // scenario it creates the game with the operator key, submits every step with its seat's token at
-// the version it holds (with a request id), reads the whole log page by page (7 entries a page by
-// default, so that paging is exercised) and checks the final version, every entry's version, seat,
-// action id and action, every event, the last round's settlement and the named fields of the
-// spectator's final view, parsing the expected JSON into the proto messages and comparing messages
-// (not strings). Prints the transport, one line per scenario and `N passed, N failed`; exits 1
+// the version it holds (with a request id; an auto-play step is a SetAutoPlay), makes the calls the
+// server must refuse (each must fail with its code, reason and metadata), reads the whole log page
+// by page (7 entries a page by default, so that paging is exercised) and checks the final version,
+// every entry's version, seat, action id and action, every event, the last round's settlement and
+// the named fields of the spectator's final view (the clock's times by how they relate to its
+// settings and the seat's bank), parsing the expected JSON into the proto messages and comparing
+// messages (not strings). Prints the transport, one line per scenario and `N passed, N failed`; exits 1
 // when one failed, 2 when none was found (or on a bad option).
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -38,10 +40,14 @@ import {
   EventSchema,
   GameViewSchema,
   GostopClient,
+  GostopError,
   SettlementSchema,
+  TableClockSchema,
   createBrowserClient,
   actionId,
   seatToken,
+  type CreateGameResponse,
+  type GameView,
   type NodeProtocol,
   type Settlement,
   type TurnResult,
@@ -53,10 +59,20 @@ interface Step {
   action_id?: number;
   /** Not in the base format: a step that deals the next round of a match instead of acting. */
   start_next_round?: boolean;
+  /** Not in the base format: SetAutoPlay as the seat (a step of the table alone). */
+  set_auto_play?: boolean;
+}
+
+/** A call the server must refuse: a CreateGame (`create`) or a step of a seat. */
+interface Refusal extends Partial<Step> {
+  create?: JsonValue;
+  error: { code: string; reason: string; metadata?: Record<string, string> };
 }
 
 interface ExpectedEntry {
   version: number | string;
+  /** create, action, next_round or table (optional). */
+  kind?: string;
   seat: number;
   actionId: number | null;
   /** The structured action (optional; null for a deal). */
@@ -73,6 +89,7 @@ interface Scenario {
   description?: string;
   create: JsonValue;
   steps: Step[];
+  refusals?: Refusal[];
   expect: {
     final_version: number | string;
     log: ExpectedEntry[];
@@ -105,6 +122,96 @@ function checkMessage<Desc extends DescMessage>(
   );
 }
 
+/** The canonical gRPC names of the status codes (Connect shares their numbers). */
+const CODE_NAMES = [
+  "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+  "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+  "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+];
+
+interface Answer {
+  version: bigint;
+  /** Set for a step of the game (not of the table alone). */
+  result?: TurnResult;
+}
+
+/** One step's call at `version`: the version it answers and, for a step of the game, its result. */
+async function call(client: AnyClient, gameId: string, token: string, version: bigint, step: Partial<Step>,
+  requestId: string): Promise<Answer> {
+  if (step.set_auto_play !== undefined) {
+    const on = step.set_auto_play;
+    const response = await client.setAutoPlay(gameId, on, { token, requestId });
+    const seat = response.view?.seats.find((s) => s.seat === step.seat);
+    check(seat?.autoPlay === on, () => `SetAutoPlay(${on}) answered seat ${step.seat}'s auto-play ${seat?.autoPlay}`);
+    return { version: response.version };
+  }
+  if (step.action_id !== undefined) {
+    const result = await client.submitAction({ gameId, token, expectedVersion: version, action: step.action_id, requestId });
+    return { version: result.version, result };
+  }
+  if (step.start_next_round === true) {
+    const result = await client.startNextRound({ gameId, token, expectedVersion: version, requestId });
+    return { version: result.version, result };
+  }
+  throw new Mismatch("neither action_id, start_next_round nor set_auto_play");
+}
+
+/** Every call of the scenario's refusals fails with its code (canonical name), reason and metadata. */
+async function checkRefusals(client: AnyClient, scenario: Scenario, game: CreateGameResponse, version: bigint
+): Promise<void> {
+  for (const [index, refusal] of (scenario.refusals ?? []).entries()) {
+    const want = refusal.error;
+    let error: GostopError | undefined;
+    try {
+      if (refusal.create !== undefined) {
+        await client.createGame(fromJson(CreateGameRequestSchema, refusal.create));
+      } else {
+        await call(client, game.gameId, seatToken(game, refusal.seat ?? 0), version, refusal, `refusal-${index}`);
+      }
+    } catch (caught) {
+      if (caught instanceof Mismatch) {
+        throw caught;
+      }
+      error = GostopError.from(caught);
+    }
+    check(error !== undefined, () => `refusal ${index}: expected ${want.code} ${want.reason}, the call succeeded`);
+    const name = CODE_NAMES[error.code] ?? String(error.code);
+    check(name === want.code && error.reason === want.reason,
+      () => `refusal ${index}: expected ${want.code} ${want.reason}, got ${name} ${error?.reason}`);
+    for (const [key, value] of Object.entries(want.metadata ?? {})) {
+      check(error.metadata[key] === value,
+        () => `refusal ${index}: metadata ${key} = ${error?.metadata[key]}, expected ${value}`);
+    }
+  }
+}
+
+/**
+ * Checks how the clock's server times relate to its settings and the seat's bank, then clears
+ * them, so that the rest of the clock compares as a message.
+ */
+function checkClock(view: GameView): void {
+  const clock = view.clock;
+  if (clock === undefined) {
+    return;
+  }
+  const { startedMs, bankFromMs, deadlineMs } = clock;
+  if (clock.seat < 0) {
+    check(startedMs === 0n && bankFromMs === 0n && deadlineMs === 0n, () => "a clock that runs for nobody has times");
+  } else {
+    const seat = view.seats.find((s) => s.seat === clock.seat);
+    const settings = clock.settings;
+    check(seat !== undefined && settings !== undefined && startedMs > 0n, () => `clock: no seat ${clock.seat} or no start`);
+    const paused = seat.away || seat.autoPlay;
+    const bankFrom = startedMs + BigInt(paused ? settings.autoPauseMs ?? 0 : settings.decisionMs);
+    const deadline = paused ? bankFrom : bankFrom + BigInt(seat.bankMs);
+    check(bankFromMs === bankFrom && deadlineMs === deadline,
+      () => `clock times do not agree with the settings and the bank: ${toJsonString(TableClockSchema, clock)}`);
+  }
+  clock.startedMs = 0n;
+  clock.bankFromMs = 0n;
+  clock.deadlineMs = 0n;
+}
+
 async function runScenario(client: AnyClient, scenario: Scenario, pageSize: number): Promise<void> {
   check((scenario.format ?? FORMAT) <= FORMAT, () => `scenario format ${scenario.format}, this runner reads ${FORMAT}`);
   const game = await client.createGame(fromJson(CreateGameRequestSchema, scenario.create));
@@ -112,25 +219,20 @@ async function runScenario(client: AnyClient, scenario: Scenario, pageSize: numb
   let version = game.version;
   let last: TurnResult | undefined;
   for (const [index, step] of scenario.steps.entries()) {
-    const token = seatToken(game, step.seat);
-    const requestId = `conformance-${index}`;
+    let answer: Answer;
     try {
-      if (step.action_id !== undefined) {
-        last = await client.submitAction({ gameId, token, expectedVersion: version, action: step.action_id, requestId });
-      } else if (step.start_next_round === true) {
-        last = await client.startNextRound({ gameId, token, expectedVersion: version, requestId });
-      } else {
-        throw new Mismatch(`step ${index}: neither action_id nor start_next_round`);
-      }
+      answer = await call(client, gameId, seatToken(game, step.seat), version, step, `conformance-${index}`);
     } catch (error) {
       if (error instanceof Mismatch) {
-        throw error;
+        throw new Mismatch(`step ${index}: ${error.message}`);
       }
-      throw new Mismatch(`step ${index} (seat ${step.seat}, action ${step.action_id}): ${String(error)}`);
+      throw new Mismatch(`step ${index} (${JSON.stringify(step)}): ${String(error)}`);
     }
-    check(last.version === version + 1n, () => `step ${index}: version ${last?.version} after ${version}`);
-    version = last.version;
+    check(answer.version === version + 1n, () => `step ${index}: version ${answer.version} after ${version}`);
+    version = answer.version;
+    last = answer.result ?? last;
   }
+  await checkRefusals(client, scenario, game, version);
 
   const expect = scenario.expect;
   const finalVersion = BigInt(expect.final_version);
@@ -150,6 +252,7 @@ async function runScenario(client: AnyClient, scenario: Scenario, pageSize: numb
     const where = `log entry ${i} (version ${got.version})`;
     check(got.version === BigInt(want.version), () => `${where}: version ${got.version}, expected ${want.version}`);
     check(got.seat === want.seat, () => `${where}: seat ${got.seat}, expected ${want.seat}`);
+    check(want.kind === undefined || got.kind === want.kind, () => `${where}: kind ${got.kind}, expected ${want.kind}`);
     const gotId = got.action === undefined ? null : actionId(got.action);
     check(gotId === want.actionId, () => `${where}: action id ${gotId}, expected ${want.actionId}`);
     if (want.action !== undefined && want.action !== null && got.action !== undefined) {
@@ -170,7 +273,7 @@ async function runScenario(client: AnyClient, scenario: Scenario, pageSize: numb
 
   if (expect.settlement !== undefined) {
     // The last round's settlement: that of the last step's result (the deal's, without steps).
-    const got: Settlement | undefined = scenario.steps.length > 0 ? last?.settlement : game.view?.settlement;
+    const got: Settlement | undefined = last !== undefined ? last.settlement : game.view?.settlement;
     if (expect.settlement === null) {
       check(got === undefined, () => `settlement ${toJsonString(SettlementSchema, got as Settlement)}, expected none`);
     } else {
@@ -183,6 +286,7 @@ async function runScenario(client: AnyClient, scenario: Scenario, pageSize: numb
     const spectator = await client.getGame(gameId);
     const actual = spectator.view;
     check(actual !== undefined, () => "no spectator view");
+    checkClock(actual);
     const subset = expect.final_view_spectator;
     const expected = fromJson(GameViewSchema, subset);
     // Compare only the fields the subset names, as messages: copy those fields of the actual view.

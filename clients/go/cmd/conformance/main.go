@@ -6,12 +6,15 @@
 // The server also comes from GOSTOP_ADDRESS, the key from GOSTOP_OPERATOR_KEY, the folder from
 // GOSTOP_SCENARIOS (default: tests/conformance/scenarios of the first parent folder of the
 // working directory that has one). For each scenario it creates the game with the operator key,
-// submits every step with its seat's token at the version it holds (with a request id), reads the
-// whole log page by page (7 entries a page by default, so that paging is exercised) and checks the
-// final version, every entry's version, seat, action id and action, every event, the last round's
-// settlement and the named fields of the spectator's final view, parsing the expected JSON into
-// the proto messages and comparing messages (proto.Equal), not strings. Prints one line per
-// scenario and "N passed, N failed"; exits 1 when one failed, 2 when none was found.
+// submits every step with its seat's token at the version it holds (with a request id; an
+// auto-play step is a SetAutoPlay), makes the calls the server must refuse (each must fail with
+// its code, reason and metadata), reads the whole log page by page (7 entries a page by default, so
+// that paging is exercised) and checks the final version, every entry's version, seat, action id
+// and action, every event, the last round's settlement and the named fields of the spectator's
+// final view (the clock's times by how they relate to its settings and the seat's bank), parsing
+// the expected JSON into the proto messages and comparing messages (proto.Equal), not strings.
+// Prints one line per scenario and "N passed, N failed"; exits 1 when one failed, 2 when none was
+// found.
 package main
 
 import (
@@ -28,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -54,10 +58,24 @@ type step struct {
 	ActionID *int32 `json:"action_id"`
 	// Not in the base format: a step that deals the next round of a match instead of acting.
 	StartNextRound bool `json:"start_next_round"`
+	// Not in the base format: SetAutoPlay as the seat (a step of the table alone).
+	SetAutoPlay *bool `json:"set_auto_play"`
+}
+
+// refusal is a call the server must refuse: a CreateGame (Create) or a step of a seat.
+type refusal struct {
+	step
+	Create json.RawMessage `json:"create"`
+	Error  struct {
+		Code     string            `json:"code"`
+		Reason   string            `json:"reason"`
+		Metadata map[string]string `json:"metadata"`
+	} `json:"error"`
 }
 
 type entry struct {
 	Version  jsonInt           `json:"version"`
+	Kind     *string           `json:"kind"` // create, action, next_round or table (optional)
 	Seat     int32             `json:"seat"`
 	ActionID *int32            `json:"actionId"`
 	Action   json.RawMessage   `json:"action"` // the structured action (optional; null for a deal)
@@ -73,6 +91,7 @@ type scenario struct {
 	Description string          `json:"description"`
 	Create      json.RawMessage `json:"create"`
 	Steps       []step          `json:"steps"`
+	Refusals    []refusal       `json:"refusals"`
 	Expect      struct {
 		FinalVersion       jsonInt                    `json:"final_version"`
 		Log                []entry                    `json:"log"`
@@ -118,6 +137,113 @@ func isNull(raw json.RawMessage) bool {
 	return len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null"
 }
 
+// call makes one step's call at version: the version it answers and, for a step of the game (not
+// of the table alone), its TurnResult.
+func call(ctx context.Context, client *gostop.Client, gameID, token string, version int64, st step, requestID string) (int64, *pb.TurnResult, error) {
+	switch {
+	case st.SetAutoPlay != nil:
+		resp, err := client.SetAutoPlay(ctx, gameID, token, *st.SetAutoPlay, requestID)
+		if err != nil {
+			return 0, nil, err
+		}
+		for _, seat := range resp.GetView().GetSeats() {
+			if seat.GetSeat() == st.Seat && seat.GetAutoPlay() != *st.SetAutoPlay {
+				return 0, nil, fail("SetAutoPlay(%t) answered seat %d's auto-play %t", *st.SetAutoPlay, st.Seat, seat.GetAutoPlay())
+			}
+		}
+		return resp.GetVersion(), nil, nil
+	case st.ActionID != nil:
+		result, err := client.SubmitAction(ctx, gostop.Submit{
+			GameID: gameID, Token: token, ExpectedVersion: version, ActionID: *st.ActionID, RequestID: requestID,
+		})
+		return result.GetVersion(), result, err
+	case st.StartNextRound:
+		result, err := client.StartNextRound(ctx, gameID, token, version, requestID)
+		return result.GetVersion(), result, err
+	}
+	return 0, nil, fail("neither action_id, start_next_round nor set_auto_play")
+}
+
+func describe(st step) string {
+	switch {
+	case st.SetAutoPlay != nil:
+		return fmt.Sprintf("seat %d, auto-play %t", st.Seat, *st.SetAutoPlay)
+	case st.ActionID != nil:
+		return fmt.Sprintf("seat %d, action %d", st.Seat, *st.ActionID)
+	}
+	return fmt.Sprintf("seat %d, next round", st.Seat)
+}
+
+// checkRefusals makes every call of the scenario's refusals, each of which must fail with its
+// code (canonical name), reason and metadata.
+func checkRefusals(ctx context.Context, client *gostop.Client, sc *scenario, game *pb.CreateGameResponse, version int64) error {
+	for i, r := range sc.Refusals {
+		var err error
+		if len(r.Create) > 0 {
+			create := &pb.CreateGameRequest{}
+			if perr := protojson.Unmarshal(r.Create, create); perr != nil {
+				return fail("refusal %d: create does not parse: %v", i, perr)
+			}
+			_, err = client.CreateGame(ctx, create)
+		} else {
+			token := gostop.SeatToken(game, r.Seat)
+			_, _, err = call(ctx, client, game.GetGameId(), token, version, r.step, fmt.Sprintf("refusal-%d", i))
+		}
+		e, ok := gostop.AsError(err)
+		if !ok {
+			return fail("refusal %d: expected %s %s, got %v", i, r.Error.Code, r.Error.Reason, err)
+		}
+		name := code.Code(e.Code).String()
+		if name != r.Error.Code || string(e.Reason) != r.Error.Reason {
+			return fail("refusal %d: expected %s %s, got %s %s", i, r.Error.Code, r.Error.Reason, name, e.Reason)
+		}
+		for k, v := range r.Error.Metadata {
+			if e.Metadata[k] != v {
+				return fail("refusal %d: metadata %s = %q, expected %q", i, k, e.Metadata[k], v)
+			}
+		}
+	}
+	return nil
+}
+
+// checkClock checks how the clock's server times relate (to the settings and the seat's bank), then
+// clears them, so that the rest of the clock compares as a message.
+func checkClock(view *pb.GameView) error {
+	clock := view.GetClock()
+	if clock == nil {
+		return nil
+	}
+	started, bankFrom, deadline := clock.GetStartedMs(), clock.GetBankFromMs(), clock.GetDeadlineMs()
+	settings := clock.GetSettings()
+	switch {
+	case clock.GetSeat() < 0:
+		if started != 0 || bankFrom != 0 || deadline != 0 {
+			return fail("a clock that runs for nobody has times: %s", render(clock))
+		}
+	default:
+		var seat *pb.SeatView
+		for _, s := range view.GetSeats() {
+			if s.GetSeat() == clock.GetSeat() {
+				seat = s
+			}
+		}
+		if seat == nil || started <= 0 {
+			return fail("clock: no seat %d or no start: %s", clock.GetSeat(), render(clock))
+		}
+		wantBankFrom := started + int64(settings.GetDecisionMs())
+		wantDeadline := wantBankFrom + int64(seat.GetBankMs())
+		if seat.GetAway() || seat.GetAutoPlay() {
+			wantBankFrom = started + int64(settings.GetAutoPauseMs())
+			wantDeadline = wantBankFrom
+		}
+		if bankFrom != wantBankFrom || deadline != wantDeadline {
+			return fail("clock times do not agree with the settings and the bank: %s", render(clock))
+		}
+	}
+	clock.StartedMs, clock.BankFromMs, clock.DeadlineMs = 0, 0, 0
+	return nil
+}
+
 func runScenario(ctx context.Context, client *gostop.Client, sc *scenario, pageSize int32) error {
 	if sc.Format > format {
 		return fail("scenario format %d, this runner reads %d", sc.Format, format)
@@ -134,27 +260,20 @@ func runScenario(ctx context.Context, client *gostop.Client, sc *scenario, pageS
 	var last *pb.TurnResult
 	for i, st := range sc.Steps {
 		token := gostop.SeatToken(game, st.Seat)
-		requestID := fmt.Sprintf("conformance-%d", i)
-		switch {
-		case st.ActionID != nil:
-			last, err = client.SubmitAction(ctx, gostop.Submit{
-				GameID: gameID, Token: token, ExpectedVersion: version, ActionID: *st.ActionID, RequestID: requestID,
-			})
-			if err != nil {
-				return fail("step %d (seat %d, action %d): %v", i, st.Seat, *st.ActionID, err)
-			}
-		case st.StartNextRound:
-			last, err = client.StartNextRound(ctx, gameID, token, version, requestID)
-			if err != nil {
-				return fail("step %d (seat %d, next round): %v", i, st.Seat, err)
-			}
-		default:
-			return fail("step %d: neither action_id nor start_next_round", i)
+		answered, result, err := call(ctx, client, gameID, token, version, st, fmt.Sprintf("conformance-%d", i))
+		if err != nil {
+			return fail("step %d (%s): %v", i, describe(st), err)
 		}
-		if last.GetVersion() != version+1 {
-			return fail("step %d: version %d after %d", i, last.GetVersion(), version)
+		if answered != version+1 {
+			return fail("step %d: version %d after %d", i, answered, version)
 		}
-		version = last.GetVersion()
+		version = answered
+		if result != nil {
+			last = result
+		}
+	}
+	if err := checkRefusals(ctx, client, sc, game, version); err != nil {
+		return err
 	}
 
 	want := &sc.Expect
@@ -180,6 +299,9 @@ func runScenario(ctx context.Context, client *gostop.Client, sc *scenario, pageS
 		}
 		if got.GetSeat() != w.Seat {
 			return fail("%s: seat %d, expected %d", where, got.GetSeat(), w.Seat)
+		}
+		if w.Kind != nil && got.GetKind() != *w.Kind {
+			return fail("%s: kind %q, expected %q", where, got.GetKind(), *w.Kind)
 		}
 		switch {
 		case got.GetAction() == nil && w.ActionID != nil:
@@ -214,7 +336,7 @@ func runScenario(ctx context.Context, client *gostop.Client, sc *scenario, pageS
 	if want.Settlement != nil {
 		// The last round's settlement: that of the last step's result (the deal's, without steps).
 		var got *pb.Settlement
-		if len(sc.Steps) > 0 {
+		if last != nil {
 			got = last.GetSettlement()
 		} else {
 			got = game.GetView().GetSettlement()
@@ -243,7 +365,10 @@ func runScenario(ctx context.Context, client *gostop.Client, sc *scenario, pageS
 			return fail("final_view_spectator: %v", err)
 		}
 		// Compare only the fields the subset names, as messages: clear the others of the actual view.
-		actual := proto.Clone(spectator.GetView())
+		actual := proto.Clone(spectator.GetView()).(*pb.GameView)
+		if err := checkClock(actual); err != nil {
+			return err
+		}
 		fields := actual.ProtoReflect().Descriptor().Fields()
 		named := map[protoreflect.FieldNumber]bool{}
 		for key := range want.FinalViewSpectator {
