@@ -71,13 +71,35 @@ export function has(name: string): string {
   return name === "You" ? "have" : "has";
 }
 
-/** One line of the log; "" for events that only matter to the machinery. */
-export function eventLine(event: Event, seat: SeatName): string {
-  const line = eventText(event, seat);
+/**
+ * One line of the log; "" for events that only matter to the machinery. `returning`: a seat
+ * connecting again after it was disconnected (see `reconnections`).
+ */
+export function eventLine(event: Event, seat: SeatName, returning = false): string {
+  const line = eventText(event, seat, returning);
   return lang() === "ko" ? line : agree(line);
 }
 
-function eventText(event: Event, seat: SeatName): string {
+/** The log's SeatPresence events (by position) of a seat connecting again after a disconnection. */
+export function reconnections(log: readonly { n: number; event: Event }[]): Set<number> {
+  const gone = new Set<number>();
+  const out = new Set<number>();
+  for (const { n, event } of log) {
+    if (event.kind.case !== "seatPresence") continue;
+    const { seat, connected } = event.kind.value;
+    if (!connected) gone.add(seat);
+    else if (gone.delete(seat)) out.add(n);
+  }
+  return out;
+}
+
+/** A seat's presence: "Seat 1 disconnected", "Seat 1 is back online" / "자리 1: 연결 끊김", "… 다시 연결됨". */
+function presenceText(name: string, connected: boolean, returning: boolean): string {
+  if (lang() === "ko") return `${name}: ${connected ? (returning ? "다시 연결됨" : "접속") : "연결 끊김"}`;
+  return `${name} ${connected ? (returning ? "is back online" : "is online") : "disconnected"}`;
+}
+
+function eventText(event: Event, seat: SeatName, returning: boolean): string {
   const ko = lang() === "ko";
   const k = event.kind;
   switch (k.case) {
@@ -192,6 +214,8 @@ function eventText(event: Event, seat: SeatName): string {
     case "seatAway":
       if (ko) return `${seat(k.value.seat)}: ${k.value.away ? "자리 비움 (테이블의 봇이 둡니다)" : "돌아옴"}`;
       return `${seat(k.value.seat)} is ${k.value.away ? "away (the table's bot plays)" : "back"}`;
+    case "seatPresence":
+      return presenceText(seat(k.value.seat), k.value.connected, returning);
     case "autoPlaySet":
       return ko
         ? `${seat(k.value.seat)}: 자동치기 ${k.value.on ? "켬" : "끔"}`
@@ -307,8 +331,9 @@ export function flashText(event: Event, seat: SeatName): { word: string; who: st
   }
 }
 
-/** Whether the event is one of the special ones the log shows in colour. */
+/** Whether the event is one of the special ones the log shows in colour (a seat disconnecting is). */
 export function isSpecial(event: Event): boolean {
+  if (event.kind.case === "seatPresence") return !event.kind.value.connected;
   return ["ppeokFormed", "ppeokRecaptured", "jjok", "ttadak", "sseul", "piStolen", "bonusCaptured", "shaken", "bombed",
     "wentGo", "stopped", "instantWin", "instantLoss", "instantPaid", "nagari", "playedForSeat", "seatAway"].includes(event.kind.case ?? "");
 }

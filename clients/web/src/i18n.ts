@@ -184,6 +184,8 @@ const STRINGS = {
   },
   away: { ko: "자리 비움", en: "away" },
   autoBadge: { ko: "자동", en: "auto" },
+  online: { ko: "연결됨", en: "connected" },
+  offline: { ko: "연결 끊김", en: "disconnected" },
   timedOut: {
     ko: "시간이 다 되어 테이블의 봇이 대신 두었습니다.",
     en: "Time ran out: the table's bot moved for you.",

@@ -1,10 +1,10 @@
 // The table's turn clock on the page (docs/clock.md): the countdown of the decision in progress,
-// the seat's time bank once its decision time is spent, the auto-play (자동치기) switch and the
-// away / auto-play badges.
+// the seat's time bank once its decision time is spent, the auto-play (자동치기) switch, the
+// away / auto-play badges and whether a seat is connected.
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 
-import type { SeatView, TableClock } from "../api";
+import type { GameView, SeatView, TableClock } from "../api";
 import { clockTime } from "../clock";
 import { t } from "../i18n";
 
@@ -74,6 +74,22 @@ export function ClockBadges({ seat }: { seat: SeatView }): JSX.Element | null {
         </span>
       )}
     </>
+  );
+}
+
+/**
+ * Whether someone holds the seat's stream (a table with a clock; not a bot seat): a small dot
+ * while connected, a badge once disconnected.
+ */
+export function Presence({ seat, view }: { seat: SeatView; view: GameView }): JSX.Element | null {
+  if (view.clock === undefined || view.botSeats.some((b) => b.seat === seat.seat)) return null;
+  const label = t(seat.connected ? "online" : "offline");
+  const common = { "data-testid": `presence-${seat.seat}`, "data-connected": seat.connected ? "1" : "0", title: label };
+  if (seat.connected) return <span class="presence" role="img" aria-label={label} {...common} />;
+  return (
+    <span class="badge offline" {...common}>
+      {label}
+    </span>
   );
 }
 

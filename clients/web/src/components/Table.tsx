@@ -2,18 +2,18 @@
 // scores), the floor grouped by month, the stock, the viewer's piles and hand, the decision the
 // round waits for, the last action and the log, and the settlement once the round is over; on a
 // table with a turn clock, the countdown of the decision in progress, the away and auto-play
-// badges and the viewer's auto-play switch.
+// badges, the viewer's auto-play switch and whether each other seat is connected.
 import type { JSX } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 
 import { Phase, type GameView, type SeatView } from "../api";
 import { cardName, MONTH_NAMES_KO, monthOf, pileKind, type Kind } from "../cards";
-import { eventLine, flashText, isSpecial, seatNamer, type SeatName } from "../events";
+import { eventLine, flashText, isSpecial, reconnections, seatNamer, type SeatName } from "../events";
 import { lang, setLang, t } from "../i18n";
 import { navigate, spectatorLink } from "../session";
 import { Table as TableModel, type LoggedEvent, type TableState } from "../table";
 import { Card } from "./Card";
-import { AutoPlaySwitch, ClockBadges, Countdown } from "./Clock";
+import { AutoPlaySwitch, ClockBadges, Countdown, Presence } from "./Clock";
 import { Decision, choicesFor, type Choice } from "./Decision";
 import { SettlementView } from "./Settlement";
 
@@ -115,6 +115,7 @@ function Opponent({ seat, view, name, recent }: { seat: SeatView; view: GameView
     >
       <header>
         <strong>{name}</strong>
+        <Presence seat={seat} view={view} />
         {view.dealer === seat.seat && <span class="badge dealer">{t("dealer")}</span>}
         {!seat.active && <span class="badge">{t("sittingOut")}</span>}
         <ClockBadges seat={seat} />
@@ -185,6 +186,11 @@ function Floor({ view, highlight, recent }: { view: GameView; highlight: Set<num
   );
 }
 
+/** The log without the seats' comings and goings (no actions: the last-action panel and the glow skip them). */
+function actions(log: LoggedEvent[]): LoggedEvent[] {
+  return log.filter((e) => e.event.kind.case !== "seatPresence");
+}
+
 /** The cards the latest action played and flipped (glow on the table). */
 function recentCards(log: LoggedEvent[]): Set<number> {
   const last = log[log.length - 1];
@@ -244,6 +250,7 @@ function Log({ log, namer, open }: { log: LoggedEvent[]; namer: SeatName; open: 
     const el = ref.current;
     if (el) el.scrollTop = el.scrollHeight;
   }, [log.length, open]);
+  const back = useMemo(() => reconnections(log), [log]);
   return (
     <details class="log" open={open} data-testid="log" data-events={log.length}>
       <summary>
@@ -251,7 +258,7 @@ function Log({ log, namer, open }: { log: LoggedEvent[]; namer: SeatName; open: 
       </summary>
       <ol ref={ref}>
         {log.map((e) => {
-          const text = eventLine(e.event, namer);
+          const text = eventLine(e.event, namer, back.has(e.n));
           if (!text) return null;
           return (
             <li key={e.n} class={`${isSpecial(e.event) ? "special" : ""} ${text.startsWith("  ") ? "sub" : ""}`} data-version={String(e.version)}>
@@ -328,7 +335,8 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
   }, [view?.phase, view?.match?.roundNo]);
 
   const namer = seatNamer(view);
-  const recent = useMemo(() => recentCards(state.log), [state.log]);
+  const acted = useMemo(() => actions(state.log), [state.log]);
+  const recent = useMemo(() => recentCards(acted), [acted]);
   const me = view?.seats.find((s) => s.seat === view.viewer);
   const decision = view && me ? choicesFor(view, me, selected, setSelected, (id) => void model.act(id), state.busy) : undefined;
   const canDeal = view?.phase === Phase.OVER && view.viewer >= 0 && !view.match?.finished;
@@ -490,13 +498,13 @@ export function TablePage({ gameId }: { gameId: string }): JSX.Element {
             </section>
           )}
           {view.viewer < 0 && <p class="hint">{t("spectator")}</p>}
-          <Flash log={state.log} namer={namer} />
+          <Flash log={acted} namer={namer} />
         </div>
         <aside class={`side ${logOpen ? "open" : ""}`} data-testid="side">
           <button class="link side-close" onClick={() => setLogOpen(false)} aria-label={t("close")}>
             ✕
           </button>
-          <LastAction log={state.log} namer={namer} />
+          <LastAction log={acted} namer={namer} />
           <Log log={state.log} namer={namer} open />
           <p class="hint keys" data-testid="keys">{t("keys")}</p>
           <button class="link side-lang" onClick={switchLang}>
