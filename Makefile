@@ -251,6 +251,7 @@ bench: $(PB) $(ENGINE) redis-server $(GHZ) chromium $(WEB_IF_NPM)
 	$(if $(HAVE_NPM),$(BENCH_PY) -m bench.web $(WEB_ARGS))
 	$(PY) -m bench.env $(ENV_ARGS)
 	$(BENCH_PY) -m bench.players --seconds $(BENCH_SECONDS) $(PLAYERS_ARGS)
+	$(BENCH_PY) -m bench.clock --games 200 --seconds 20 --warmup 5 $(CLOCK_ARGS)
 
 # The reliability suite (tests/reliability) at longer sizes, bounded in time, loopback only; prints
 # the figures of the run (docs/reliability.md). ARGS go to scripts/soak.py, e.g. ARGS="--minutes 20".
