@@ -29,39 +29,32 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 
 from gostop.client import GostopClient
 from gostop.v1 import game_pb2 as pb
-from testkit.servers import stub as game_stub
-from testkit.web import WebServer, chromium, page_built, start_web_server
+from testkit.clocked_tables import (
+    CHROMIUM,
+    DESKTOP,
+    SIZES,
+    WAIT_MS,
+    clocked,
+    create_clocked,
+    log_line,
+    needs_page,
+    shot,
+    token_of,
+)
+from testkit.web import WebServer, start_web_server
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the [dev] extra")
-from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts" / "web"
 WEB = ROOT / "clients" / "web"
 ROLLDOWN = WEB / "node_modules" / ".bin" / "rolldown"
 NODE = shutil.which("node")
-CHROMIUM = chromium()
-
 pytestmark = pytest.mark.slow  # not in make check: Chromium, Node
-
-needs_page = pytest.mark.skipif(not page_built() or CHROMIUM is None,
-                                reason="needs the built web table (make web) and chromium (make chromium)")
-
-WAIT_MS = 30_000
-"""How long a step may take to show (a deadline, a bot's turn): a bound on waiting, not a timed assertion."""
-
-DESKTOP: ViewportSize = {"width": 1280, "height": 800}
-SIZES: dict[str, ViewportSize] = {
-    "phone": {"width": 390, "height": 844},
-    "phone-landscape": {"width": 844, "height": 390},
-    "desktop": DESKTOP,
-}
-
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
@@ -81,35 +74,6 @@ def server() -> Iterator[WebServer]:
         yield started
     finally:
         started.stop()
-
-
-def shot(page: Page, name: str) -> Path:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / name
-    page.screenshot(path=str(path))
-    return path
-
-
-def clocked(decision_ms: int, bank_ms: int = 0, away_after: int = 2, auto_pause_ms: int = 1000) -> pb.ClockSettings:
-    return pb.ClockSettings(decision_ms=decision_ms, bank_ms=bank_ms, away_after=away_after,
-                            auto_pause_ms=auto_pause_ms)
-
-
-def create_clocked(server: WebServer, clock: pb.ClockSettings) -> pb.CreateGameResponse:
-    """A standard 2-player game of two people with ``clock``, whose first round is played (a deal
-    that ends the round at once is dealt again)."""
-    with grpc.insecure_channel(server.target) as channel:
-        stub = game_stub(channel)  # (a blocking channel: the same stub class)
-        for _ in range(20):
-            game: pb.CreateGameResponse = stub.CreateGame(
-                pb.CreateGameRequest(preset="standard", players=2, rounds=1, clock=clock), timeout=10)
-            if game.view.phase != pb.PHASE_OVER:
-                return game
-    raise AssertionError("no deal with a round to play")
-
-
-def token_of(game: pb.CreateGameResponse, seat: int) -> str:
-    return next(s.token for s in game.seats if s.seat == seat)
 
 
 class OtherPerson(threading.Thread):
@@ -160,10 +124,6 @@ def wait_my_decision(page: Page) -> None:
                  (document.querySelector('[data-testid=hand-card]:not([disabled])') ||
                   document.querySelector('[data-testid=choice]:not([disabled])'))""",
         timeout=WAIT_MS)
-
-
-def log_line(page: Page, text: str) -> Any:
-    return page.locator("[data-testid=log] li", has_text=text)
 
 
 def act_now(page: Page) -> None:

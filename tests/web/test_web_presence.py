@@ -20,7 +20,7 @@ from testkit.web import WebServer, chromium, start_web_server
 pytest.importorskip("playwright.sync_api", reason="playwright is in the [dev] extra")
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
-from tests.web.test_web_clock import (
+from testkit.clocked_tables import (
     DESKTOP,
     SIZES,
     WAIT_MS,
