@@ -59,10 +59,11 @@ from testkit.redis_server import HOST, RedisServer
 from .players import cpu_between, cpu_of, int_list
 from .processes import ServerProcess
 from .service import wait_serving
-from .settings import OPERATOR, ROOT
+from .settings import CHANNEL_OPTIONS, OPERATOR, ROOT
 
 BOT_KEY = "bench-clock-bot-key-0123456789abcdef"
 GOAL_P99_MS = 250.0
+WATCHES_PER_CHANNEL = 50
 MARGIN_MS = 20
 """Clock resolution allowed between this process's wall clock and the server's (the same machine's)."""
 REQUEST_ID = re.compile(r"^bot\.(act|next_round)\.(\d+)\.(\d+)$")
@@ -106,6 +107,10 @@ class Worker:
         self.log.close()
 
 
+Calls = dict[str, float]
+"""The server's handled calls by ``method code`` (e.g. ``SubmitAction OK``)."""
+
+
 @dataclass
 class Lag:
     """The server's lag histogram at one moment: cumulative counts by upper bound, count, sum."""
@@ -126,10 +131,11 @@ class Lag:
         return float("nan")
 
 
-def scrape_lag(port: int) -> Lag:
+def scrape(port: int) -> tuple[Lag, Calls]:
+    """The server's lag histogram and its handled calls."""
     with urllib.request.urlopen(f"http://{HOST}:{port}/metrics", timeout=10) as reply:
         text = reply.read().decode()
-    lag = Lag()
+    lag, calls = Lag(), Calls()
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "gostop_clock_lag_seconds_bucket":
@@ -138,7 +144,14 @@ def scrape_lag(port: int) -> Lag:
                 lag.count = sample.value
             elif sample.name == "gostop_clock_lag_seconds_sum":
                 lag.total = sample.value
-    return lag
+            elif sample.name == "grpc_server_handled_total":
+                key = f"{sample.labels.get('grpc_method')} {sample.labels.get('grpc_code')}"
+                calls[key] = calls.get(key, 0.0) + sample.value
+    return lag, calls
+
+
+def calls_between(before: Calls, after: Calls) -> Calls:
+    return {key: n - before.get(key, 0.0) for key, n in sorted(after.items()) if n > before.get(key, 0.0)}
 
 
 # ----------------------------------------------------------------------------- games
@@ -155,10 +168,13 @@ class Seen:
 
 
 async def watch(stub: pb_grpc.GameServiceStub, game_id: str, seen: list[Seen]) -> None:
-    """Append each version of ``game_id``'s spectator stream (with its view) to ``seen`` until cancelled."""
+    """Append each version of ``game_id``'s spectator stream (with its view) to ``seen`` until the
+    match is over or the watch is cancelled."""
     stream = stub.WatchGame(pb.WatchGameRequest(game_id=game_id, include_views=True, whole_versions=True))
     try:
         async for item in stream:
+            if item.HasField("view") and item.view.match.finished:
+                return
             if item.HasField("view") and item.view.clock.seat >= 0:
                 seen.append(Seen(item.version, now_ms(), item.view.clock.started_ms, item.view.clock.deadline_ms))
     finally:
@@ -183,7 +199,10 @@ class Tracker:
     by new games, and, inside the window, how far each advanced and how long past its deadline."""
 
     stub: pb_grpc.GameServiceStub
+    target: str
     args: argparse.Namespace
+    channels: list[grpc.aio.Channel] = field(default_factory=list)
+    """The watches' channels."""
     games: list[str] = field(default_factory=list)
     seeds: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     sample: set[str] = field(default_factory=set)
@@ -216,9 +235,14 @@ class Tracker:
             self.watch(game_id)
 
     def watch(self, game_id: str) -> None:
+        """Watch ``game_id`` on a channel of its own kind: the server takes ``max_concurrent_streams``
+        (100) calls at once per connection, and the polls must not wait behind the streams."""
+        if len(self.watchers) % WATCHES_PER_CHANNEL == 0:
+            self.channels.append(grpc.aio.insecure_channel(self.target, options=CHANNEL_OPTIONS))
+        stub = pb_grpc.GameServiceStub(self.channels[-1])
         self.sample.add(game_id)
         self.seen[game_id] = []
-        self.watchers.append(asyncio.ensure_future(watch(self.stub, game_id, self.seen[game_id])))
+        self.watchers.append(asyncio.ensure_future(watch(stub, game_id, self.seen[game_id])))
 
     async def poll(self, index: int) -> None:
         """Look at game ``index``: in the window, note its version and lateness; replace it once finished."""
@@ -247,7 +271,8 @@ class Tracker:
 
         async def one(index: int) -> None:
             async with slots:
-                await self.poll(index)
+                if not stop.is_set():
+                    await self.poll(index)
 
         while not stop.is_set():
             started = time.monotonic()
@@ -258,6 +283,8 @@ class Tracker:
         for task in self.watchers:
             task.cancel()
         await asyncio.gather(*self.watchers, return_exceptions=True)
+        for channel in self.channels:
+            await channel.close()
 
     def paces(self) -> list[float]:
         """Each game's moves per decision time over its span in the window (1.0: a move at every
@@ -374,21 +401,22 @@ def stop_stack(stack: Stack) -> None:
 async def window(tracker: Tracker, stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     """The measured window: the lag histogram and CPU at both ends (the tracker polls meanwhile)."""
     port = stack.server.metrics_ports[0]
-    lag_before, cpu_before = scrape_lag(port), {k: cpu_of(p) for k, p in stack.pids().items()}
+    (lag_before, calls_before), cpu_before = scrape(port), {k: cpu_of(p) for k, p in stack.pids().items()}
     polls_before, started = tracker.polls, time.monotonic()
     tracker.window = (now_ms(), now_ms() + args.seconds * 1000)
     await asyncio.sleep(args.seconds)
-    lag_after, cpu_after = scrape_lag(port), {k: cpu_of(p) for k, p in stack.pids().items()}
+    (lag_after, calls_after), cpu_after = scrape(port), {k: cpu_of(p) for k, p in stack.pids().items()}
     elapsed = time.monotonic() - started
     stack.check()
     return {"elapsed": elapsed, "lag": lag_after.minus(lag_before),
             "cpu": {k: cpu_between(cpu_before[k], cpu_after[k]) for k in cpu_before},
-            "polls_per_second": (tracker.polls - polls_before) / elapsed}
+            "polls_per_second": (tracker.polls - polls_before) / elapsed,
+            "calls": calls_between(calls_before, calls_after)}
 
 
 async def measure(stack: Stack, size: int, args: argparse.Namespace) -> dict[str, Any]:
-    async with grpc.aio.insecure_channel(stack.server.target) as channel:
-        tracker = Tracker(pb_grpc.GameServiceStub(channel), args)
+    async with grpc.aio.insecure_channel(stack.server.target, options=CHANNEL_OPTIONS) as channel:
+        tracker = Tracker(pb_grpc.GameServiceStub(channel), stack.server.target, args)
         await tracker.fill(size)
         stop = asyncio.Event()
         poller = asyncio.ensure_future(tracker.run(stop))
@@ -397,10 +425,10 @@ async def measure(stack: Stack, size: int, args: argparse.Namespace) -> dict[str
             measured = await window(tracker, stack, args)
         finally:
             stop.set()
+            await poller
             await tracker.close()
             for worker in stack.workers:  # the games stop moving: the logs are read from a quiet server
                 worker.stop()
-            await poller
         watched = Watched()
         for versions in tracker.seen.values():
             lags(versions, *tracker.window, watched)
@@ -443,6 +471,7 @@ def summary(size: int, args: argparse.Namespace, measured: dict[str, Any], track
         "max_overdue_ms": tracker.max_overdue_ms,
         "replaced_games": tracker.replaced, "failed_polls": tracker.failed_polls,
         "polls_per_second": measured["polls_per_second"],
+        "server_calls_per_move": {k: n / moves for k, n in measured["calls"].items()} if moves else {},
         "log_sample": {"games": len(tracker.sample), "steps": steps, "faults": faults[:20], "fault_count": len(faults)},
         "cpu_ms_per_move": per_move,
         "cpu_percent": {k: 100 * cpu / elapsed for k, cpu in measured["cpu"].items()},
@@ -472,7 +501,8 @@ def verdict(r: dict[str, Any]) -> str:
     met = "met" if p99 <= GOAL_P99_MS and r["lag_histogram"]["p99_at_most_ms"] <= GOAL_P99_MS else "NOT met"
     return (f"  goal at {r['games']} games: lag p99 <= {GOAL_P99_MS:.0f} ms: {met} (sample p99 {p99:.0f} ms over "
             f"{r['lag_sample']['moves']} moves; histogram p99 <= {r['lag_histogram']['p99_at_most_ms']:.0f} ms "
-            f"over {r['moves']:.0f}; mean {r['lag_histogram']['mean_ms']:.0f} ms)")
+            f"over {r['moves']:.0f}; mean {r['lag_histogram']['mean_ms']:.0f} ms)\n    server calls per move: "
+            + ", ".join(f"{k} {n:.2f}" for k, n in r["server_calls_per_move"].items()))
 
 
 def main() -> None:
