@@ -4,7 +4,8 @@ games whose people never act, so every decision is a timeout. One worker is SIGK
 holds a taken turn: the other claims it after the claim time, and every game still finishes with
 contiguous versions, one commit per turn's request id, each step after the deal a ``PlayedForSeat``
 of cause ``timeout``, and no move before its deadline (seen from outside by polling a few games,
-and by the server's own clock in the views)."""
+and by the server's own clock in the views). Two strict xfails record what the clock does not do
+yet: deal the next round of a longer match, and drop a turn delivered twice once it is stale."""
 
 from __future__ import annotations
 
@@ -373,6 +374,13 @@ async def test_two_workers_one_killed_finish_every_clocked_game_on_a_cluster() -
     assert len(outcome.clock_nodes) > 1, "the shards' clocks live on several masters"
 
 
+async def create_game_with(api: Api, clock: pb.ClockSettings, rounds: int = 1) -> Game:
+    """A game of ``rounds`` rounds with ``clock`` (operator seed 7)."""
+    out = await api.stub.CreateGame(pb.CreateGameRequest(preset="standard", players=2, seed=7, rounds=rounds,
+                                                         clock=clock), metadata=OPERATOR)
+    return Game(out.game_id, {s.seat: s.token for s in out.seats}, out.version, out)
+
+
 @pytest.mark.xfail(strict=True, reason="the clock cannot deal the next round: a forced StartNextRound logs "
                    "PlayedForSeat with action -1, which event_to_pb refuses (MalformedAction, INVALID_ARGUMENT), so "
                    "a clocked match of more than one round stops at its first round's end")
@@ -383,9 +391,7 @@ async def test_the_clock_deals_the_next_round_of_a_longer_match() -> None:
         async with deployment(url) as running:
             api = running.apis[0]
             clock = pb.ClockSettings(decision_ms=1000, bank_ms=0, away_after=1, auto_pause_ms=0)
-            out = await api.stub.CreateGame(pb.CreateGameRequest(preset="standard", players=2, seed=7, rounds=2,
-                                                                 clock=clock), metadata=OPERATOR)
-            game = Game(out.game_id, {s.seat: s.token for s in out.seats}, out.version, out)
+            game = await create_game_with(api, clock, rounds=2)
             end = time.monotonic() + 60
             while (view := (await api.get(game)).view).phase != pb.PHASE_OVER:
                 assert time.monotonic() < end, f"the first round did not end: version {view.version}"
@@ -398,3 +404,26 @@ async def test_the_clock_deals_the_next_round_of_a_longer_match() -> None:
             dealt = (await api.log(game)).entries[over]
             assert dealt.request_id == f"bot.next_round.{over}.{dealt.seat}" and not dealt.HasField("action")
             assert dealt.events[0].played_for_seat.cause in ("timeout", "away")
+
+
+@pytest.mark.xfail(strict=True, reason="a clock turn no longer owed is refused with PERMISSION_DENIED NOT_A_BOT_SEAT "
+                   "(no deadline_ms) when its seat owes nothing now; the worker counts it as a failure and leaves it "
+                   "unacknowledged, so it is claimed again every claim time, for ever once the game is over")
+async def test_a_clock_turn_no_longer_owed_is_acknowledged() -> None:
+    """A turn delivered twice (a worker died between its commit and its acknowledgement, or a
+    deadline scheduled again) finds the game moved on: the worker drops it as stale."""
+    with standalone() as (url, _):
+        async with deployment(url) as running:
+            api = running.apis[0]
+            clock = pb.ClockSettings(decision_ms=1000, bank_ms=0, away_after=1, auto_pause_ms=0)
+            game = await create_game_with(api, clock)
+            await wait_finished([api], [game], FINISH_LIMIT_S)
+            port = nodes_of(url, None)[0]
+            stream = f"gostop:bots:{{s{shard_of(game.id, SHARDS)}}}"
+            command(port, "XADD", stream, "*", "game", game.id, "version", "2", "seat", "0", "bot", "greedy",
+                    "budget", "200", "kind", "act", "at", str(int(time.time() * 1000)))
+            end = time.monotonic() + 4 * CLAIM_IDLE_MS / 1000 + 5
+            while command(port, "XLEN", stream) != 0:
+                assert time.monotonic() < end, "the stale turn was never acknowledged"
+                await asyncio.sleep(0.1)
+
