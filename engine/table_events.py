@@ -18,7 +18,8 @@ person turned auto-play on."""
 
 @dataclass(frozen=True, slots=True)
 class PlayedForSeat:
-    """The table's bot (``policy``) made ``seat``'s decision: the action with id ``action``."""
+    """The table's bot (``policy``) made ``seat``'s decision: the action with id ``action`` (-1: it
+    dealt the next round, a decision of the first person's seat at a round's end)."""
 
     seat: int
     policy: str

@@ -8,6 +8,7 @@ deadline are the bot workers', submitted through the API like any other (docs/cl
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from gostop.engine import Match
@@ -17,14 +18,10 @@ from .bot_seats import BotSeatSpec
 from .bot_turns import BotTurns
 from .clock import Due, Table, now_ms
 from .config import Config
-from .errors import Code, ServiceError, denied
+from .errors import Code, ServiceError, denied, precondition
 from .metrics import Metrics
-from .repository import Loaded, Repository
+from .repository import Loaded, Repository, bounded_put
 from .store_api import StoreUnavailable
-
-OVERDUE_MS = 2_000
-"""A decision this long past its deadline is scheduled again when its game is read (its schedule
-was lost with a process that died right after the commit)."""
 
 
 class Clocks:
@@ -36,6 +33,8 @@ class Clocks:
         self.config = config
         self.metrics = metrics
         self._background: set[asyncio.Task[None]] = set()
+        self._nudged: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        """Per game: the version whose decision this process last scheduled again, and when (ms)."""
         metrics.clock_seats.labels("away").set_function(lambda: self._count("away"))
         metrics.clock_seats.labels("auto_play").set_function(lambda: self._count("auto_play"))
 
@@ -55,10 +54,13 @@ class Clocks:
         due now."""
         if not worker or any(b.seat == seat for b in bots):
             return None
-        due = None if table is None else table.due(match, bots)
+        if table is None:
+            raise denied("NOT_A_BOT_SEAT", f"seat {seat} is a person's: a bot-worker key acts only for bot seats, "
+                         "and for a person's seat of a clocked game past its deadline")
+        due = table.due(match, bots)
         if due is None or due.seat != seat or kind not in (None, due.kind):
-            raise denied("NOT_A_BOT_SEAT", f"seat {seat} is a person's and owes no decision the clock may "
-                         "make: a bot-worker key acts only for bot seats, and for a person's seat past its deadline")
+            raise precondition("NO_DECISION_DUE", f"seat {seat} owes no decision now: the clock's turn is stale "
+                               "(the game moved on)")
         if now_ms() < due.deadline_ms:
             raise ServiceError(Code.PERMISSION_DENIED, "NOT_A_BOT_SEAT",
                                f"seat {seat}'s decision is not due before its deadline",
@@ -100,10 +102,18 @@ class Clocks:
                 self.metrics.bot_push_failures.inc()
 
     async def nudge(self, game_id: str, loaded: Loaded, bots: Sequence[BotSeatSpec], table: Table | None) -> None:
-        """Schedule again a decision long past its deadline (its schedule was lost)."""
+        """Schedule again a decision past its deadline by more than the claim time (its schedule
+        was lost with a process that died right after the commit), once per claim time: reads of
+        a late game must not flood the workers with copies of its turn."""
         due = None if table is None else table.due(loaded.match, bots)
-        if due is not None and now_ms() > due.deadline_ms + OVERDUE_MS:
-            await self.schedule(game_id, loaded.version, loaded.match, bots, table)
+        if due is None:
+            return
+        now, wait = now_ms(), self.config.bot_claim_idle_ms
+        last = self._nudged.get(game_id)
+        if now <= due.deadline_ms + wait or (last is not None and last[0] == loaded.version and now < last[1] + wait):
+            return
+        bounded_put(self._nudged, game_id, (loaded.version, now), self.config.snapshot_cache)
+        await self.schedule(game_id, loaded.version, loaded.match, bots, table)
 
     def _count(self, state: str) -> int:
         total = 0

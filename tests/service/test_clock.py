@@ -121,8 +121,11 @@ async def test_the_worker_key_is_refused_before_the_deadline(api: Api) -> None:
                                  request_id=f"bot.act.{game.version}.{mover}")
     await expect(api.stub.SubmitAction(req, metadata=worker), grpc.StatusCode.PERMISSION_DENIED, "NOT_A_BOT_SEAT")
     assert (await api.get(game)).view.version == game.version  # nothing moved
-    other = key_md(BOT_KEY) + (("x-bot-seat", str(1 - mover)),)
+    other = key_md(BOT_KEY) + (("x-bot-seat", str(1 - mover)),)  # owes nothing: a stale turn, dropped
     await expect(api.stub.GetGame(pb.GetGameRequest(game_id=game.id), metadata=other),
+                 grpc.StatusCode.FAILED_PRECONDITION, "NO_DECISION_DUE")
+    plain = await api.create()
+    await expect(api.stub.GetGame(pb.GetGameRequest(game_id=plain.id), metadata=worker),
                  grpc.StatusCode.PERMISSION_DENIED, "NOT_A_BOT_SEAT")
 
 
@@ -277,3 +280,17 @@ async def test_a_replay_of_a_game_with_timeouts_gives_the_same_events(api: Api) 
     again, by_version_again = replay(log, 1)
     assert by_version == by_version_again and first == again
     assert first.finished
+
+
+def test_the_next_round_dealt_for_a_seat_is_written_without_an_action_regression() -> None:
+    """The clock's move at a round's end deals the next round: its PlayedForSeat has no action (the
+    wire refused to write the id -1 standing for it, and the match stopped there)."""
+    from gostop.engine.table_events import PlayedForSeat
+    from gostop.wire.convert import event_from_pb, event_to_pb
+
+    dealt = event_to_pb(PlayedForSeat(1, "greedy", -1, "away"))
+    assert not dealt.played_for_seat.HasField("action") and dealt.played_for_seat.cause == "away"
+    assert event_from_pb(dealt) == PlayedForSeat(1, "greedy", -1, "away")
+    played = event_to_pb(PlayedForSeat(0, "greedy", 7, "timeout"))
+    assert played.played_for_seat.HasField("action")
+    assert event_from_pb(played) == PlayedForSeat(0, "greedy", 7, "timeout")

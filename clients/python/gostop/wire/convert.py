@@ -333,8 +333,10 @@ def event_to_pb(event: Event | TableEvent) -> pb.Event:
     kind = type(event)
     if kind is PlayedForSeat:
         assert isinstance(event, PlayedForSeat)
-        return pb.Event(played_for_seat=pb.PlayedForSeat(
-            seat=event.seat, policy=event.policy, action=action_to_pb(action_from_id(event.action)), cause=event.cause))
+        part = pb.PlayedForSeat(seat=event.seat, policy=event.policy, cause=event.cause)
+        if event.action >= 0:  # (none when the table's bot dealt the next round)
+            part.action.CopyFrom(action_to_pb(action_from_id(event.action)))
+        return pb.Event(played_for_seat=part)
     name = _EVENT_FIELDS.get(kind)
     if name is None:
         name = _EVENT_FIELDS[kind] = _snake(kind.__name__)
@@ -624,7 +626,8 @@ def event_from_pb(msg: pb.Event) -> Event | TableEvent:
         cause = _PLAY_CAUSES.get(part.cause)
         if cause is None:
             raise ValueError(f"unknown cause {part.cause!r} of a decision made for a seat")
-        return PlayedForSeat(part.seat, part.policy, action_id(action_from_pb(part.action)), cause)
+        action = action_id(action_from_pb(part.action)) if part.HasField("action") else -1
+        return PlayedForSeat(part.seat, part.policy, action, cause)
     event: Event | TableEvent = _build(_EVENTS[kind], getattr(msg, kind))
     return event
 

@@ -6151,7 +6151,7 @@ type PlayedForSeat struct {
 	Seat  int32                  `protobuf:"varint,1,opt,name=seat,proto3" json:"seat,omitempty"`
 	// The bot that chose the move (ClockSettings.policy).
 	Policy string `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
-	// The action made.
+	// The action made; unset when the decision was to deal the next round.
 	Action *Action `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
 	// timeout (its time and bank ran out), away, or auto_play.
 	Cause         string `protobuf:"bytes,4,opt,name=cause,proto3" json:"cause,omitempty"`
