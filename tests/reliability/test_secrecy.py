@@ -83,7 +83,7 @@ NOT_CARD_FIELDS = {
     "GameView": {"viewer", "dealer", "to_move", "stock_count", "version", "go_seq", "steps"},
     "Stack": {"month", "maker"},
     "SeatView": {"seat", "hand_size", "gos", "last_go_base", "shakes", "bombs", "multiplier", "spare_flips", "ppeok",
-                 "turns", "ppeok_turns", "dry_turns", "last_go_order", "sseul"},
+                 "turns", "ppeok_turns", "dry_turns", "last_go_order", "sseul", "bank_ms", "timeouts"},
     "Score": {"gwang_count", "yeol_count", "tti_count", "pi_value", "sseul_count", "gwang", "yeol", "godori", "tti",
               "hongdan", "cheongdan", "chodan", "pi", "sseul", "total"},
     "Pending": {"seat"}, "PlayRecord": {"seat", "piles"}, "Bomb": {"month"}, "Payment": {"payer", "payee", "points"},
@@ -104,11 +104,15 @@ NOT_CARD_FIELDS = {
     "InstantWin": {"seat", "points"}, "InstantLoss": {"seat"}, "BotSeat": {"seat", "budget_ms"},
     "CaptureHint": {"month_unseen"}, "SetReach": {"captured", "open"}, "StopPreview": {"next_base"},
     "GoTerms": {"gos", "add", "multiplier", "go_score"},
+    "TableClock": {"seat", "started_ms", "bank_from_ms", "deadline_ms"},
+    "ClockSettings": {"decision_ms", "bank_ms", "away_after", "auto_pause_ms"},
+    "PlayedForSeat": {"seat"}, "SeatAway": {"seat"}, "AutoPlaySet": {"seat"}, "SeatPresence": {"seat"},
+    "SetAutoPlayResponse": {"version"},
 }  # fmt: skip
 """Every other integer field of those messages (seats, months, counts, points, versions)."""
 
 RECEIVED = ("CreateGameResponse", "GetGameResponse", "SubmitActionResponse", "StartNextRoundResponse",
-            "WatchGameResponse")
+            "WatchGameResponse", "SetAutoPlayResponse")
 CODES = re.compile("|".join(re.escape(c) for c in sorted(CODE, key=len, reverse=True)))
 _INTEGERS = (FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_INT64)
 CARDISH = re.compile(r"card|hand|floor|stock|deal|captured|revealed|flipped|events?$|view|action")
