@@ -37,6 +37,7 @@ class Clocks:
         """Per game: the version whose decision this process last scheduled again, and when (ms)."""
         metrics.clock_seats.labels("away").set_function(lambda: self._count("away"))
         metrics.clock_seats.labels("auto_play").set_function(lambda: self._count("auto_play"))
+        metrics.clock_seats.labels("connected").set_function(lambda: self._count("connected"))
 
     async def table(self, game_id: str, loaded: Loaded) -> Table | None:
         """The game's clock at ``loaded``'s version (None: the game has none)."""
@@ -120,5 +121,5 @@ class Clocks:
         for loaded in self.repository.cache.values():
             table = loaded.table
             if table is not None:
-                total += sum(table.away if state == "away" else table.auto)
+                total += sum({"away": table.away, "auto_play": table.auto}.get(state, table.connected))
         return total

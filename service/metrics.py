@@ -121,6 +121,7 @@ class Metrics:
             buckets=_LATENCY_BUCKETS, registry=r,
         )
         self.clock_seats = Gauge(
-            "gostop_clock_seats", "Seats of the clocked games this process holds, by state (away, auto_play).",
+            "gostop_clock_seats",
+            "Seats of the clocked games this process holds, by state (away, auto_play, connected).",
             ("state",), registry=r,
         )

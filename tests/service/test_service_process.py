@@ -324,7 +324,7 @@ _LABEL_VALUES = {
              "next_round"},
     "store": {"memory", "redis"},
     "op": {"create", "load", "commit", "lookup", "read_log", "watch"},
-    "state": {"away", "auto_play"},
+    "state": {"away", "auto_play", "connected"},
     "policy": set(BUILTIN_BOTS),
     "cause": {"timeout", "away", "auto_play"},
 }
