@@ -1,18 +1,21 @@
-"""The turn clock (docs/clock.md) on real servers over each store: games whose people never act
-finish by timeouts, away and back, auto-play, the bank, the race at the deadline, the bot-worker
-key before a deadline, settings refused, and replays of clocked games."""
+"""The turn clock (docs/clock.md) on real servers over each store (memory, Redis and a 3-master
+Redis Cluster): games whose people never act finish by timeouts, away and back, auto-play, the
+bank, the race at the deadline, the bot-worker key before a deadline, settings refused, presence,
+and replays of clocked games."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import pytest
 
 from gostop.v1 import game_pb2 as pb
+from testkit.redis_server import RedisClusterServers
 from testkit.servers import OPERATOR, Api, Game, expect, key_md, replay, running_bot_server
 
 BOT_KEY = "bot-key-for-clock-tests-0123456789"
@@ -50,6 +53,25 @@ async def until(api: Api, game: Game, done: Any, limit: float = 30.0) -> pb.Game
 
 def logged(log: pb.GetGameLogResponse, kind: str) -> list[tuple[int, Any]]:
     return [(entry.version, getattr(e, kind)) for entry in log.entries for e in entry.events if e.HasField(kind)]
+
+
+@pytest.fixture(scope="module", name="cluster_url")
+def cluster_url_fixture() -> Iterator[str]:
+    """``cluster_url``: a 3-master Redis Cluster for this module's games (clock zsets per shard)."""
+    with RedisClusterServers(3) as cluster:
+        yield cluster.url
+
+
+@pytest.fixture(scope="module", name="store_url",
+                params=["memory", "redis", pytest.param("cluster", marks=pytest.mark.slow)])
+def store_url_fixture(request: pytest.FixtureRequest) -> str:
+    """``store_url`` over the session's backends and a Redis Cluster as well (the clock keeps its
+    deadlines per shard, and the shards spread over the masters)."""
+    if request.param == "redis":
+        return str(request.getfixturevalue("service_redis").url)
+    if request.param == "cluster":
+        return str(request.getfixturevalue("cluster_url"))
+    return ""
 
 
 @pytest.fixture(name="api")
