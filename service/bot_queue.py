@@ -294,24 +294,29 @@ MAX_STREAM = 1_000_000
 PUMP_BATCH = 200
 """Scheduled turns one pump script moves at most (a shard with more runs it again)."""
 PUMP_LUA = """
--- KEYS: a shard's clock (sorted set: member a turn's identity, score its due ms), the shard's
--- stream. ARGV: now_ms, batch, maxlen. Moves up to batch turns due at now_ms into the stream (their
--- "at" is their due time); returns how many moved. A member that is not a turn is dropped.
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-local moved = 0
-for i = 1, #due, 2 do
-  local ok, f = pcall(cjson.decode, due[i])
-  if ok and type(f) == 'table' and type(f.game) == 'string' and type(f.version) == 'string'
-      and type(f.seat) == 'string' and type(f.bot) == 'string' and type(f.budget) == 'string'
-      and type(f.kind) == 'string' then
-    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'game', f.game, 'version', f.version,
-      'seat', f.seat, 'bot', f.bot, 'budget', f.budget, 'kind', f.kind,
-      'at', string.format('%d', tonumber(due[i + 1])))
-    moved = moved + 1
+-- KEYS: pairs of a shard's clock (sorted set: member a turn's identity, score its due ms) and the
+-- shard's stream. ARGV: now_ms, batch, maxlen. Moves up to batch turns due at now_ms from each
+-- clock into its stream (their "at" is their due time); returns how many moved, per pair. A member
+-- that is not a turn is dropped.
+local counts = {}
+for k = 1, #KEYS, 2 do
+  local due = redis.call('ZRANGEBYSCORE', KEYS[k], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+  local moved = 0
+  for i = 1, #due, 2 do
+    local ok, f = pcall(cjson.decode, due[i])
+    if ok and type(f) == 'table' and type(f.game) == 'string' and type(f.version) == 'string'
+        and type(f.seat) == 'string' and type(f.bot) == 'string' and type(f.budget) == 'string'
+        and type(f.kind) == 'string' then
+      redis.call('XADD', KEYS[k + 1], 'MAXLEN', '~', ARGV[3], '*', 'game', f.game, 'version', f.version,
+        'seat', f.seat, 'bot', f.bot, 'budget', f.budget, 'kind', f.kind,
+        'at', string.format('%d', tonumber(due[i + 1])))
+      moved = moved + 1
+    end
+    redis.call('ZREM', KEYS[k], due[i])
   end
-  redis.call('ZREM', KEYS[1], due[i])
+  counts[#counts + 1] = moved
 end
-return moved
+return counts
 """
 PUMP_SHA = hashlib.sha1(PUMP_LUA.encode()).hexdigest()
 
@@ -371,26 +376,38 @@ class RedisBotQueue:
         await self._store.execute("ZADD", key, "LT", str(due_ms), turn.identity(), idempotent=True)
 
     async def pump(self, now: int | None = None) -> int:
+        """One script run for every shard on one server; on a Cluster, where the shards live in
+        different slots, one run per shard, all at once. A shard that moved a whole batch may have
+        more: it is run again."""
         now = now_ms() if now is None else now
+        shards = list(zip(self.clock_keys, self.keys, strict=True))
         moved = 0
-        for clock, stream in zip(self.clock_keys, self.keys, strict=True):
-            while True:
-                batch = await self._pump_shard(clock, stream, now)
-                moved += batch
-                if batch < PUMP_BATCH:
-                    break
+        while shards:
+            if getattr(self._store, "cluster", False):
+                counts = [c for batch in await asyncio.gather(*(self._pump_shards([s], now) for s in shards))
+                          for c in batch]
+            else:
+                counts = await self._pump_shards(shards, now)
+            moved += sum(counts)
+            shards = [shard for shard, count in zip(shards, counts, strict=True) if count >= PUMP_BATCH]
         return moved
 
-    async def _pump_shard(self, clock: str, stream: str, now: int) -> int:
-        """One run of the pump script on one shard. Running it again after a lost reply is safe (it
-        moves only what is still scheduled), so it is retried like a read."""
-        args = ("2", clock, stream, str(now), str(PUMP_BATCH), str(MAX_STREAM))
+    async def _pump_shards(self, shards: list[tuple[str, str]], now: int) -> list[int]:
+        """One run of the pump script on ``shards`` (clock, stream): how many moved on each. Running
+        it again after a lost reply is safe (it moves only what is still scheduled), so it is
+        retried like a read."""
+        keys = [key for shard in shards for key in shard]
+        args = (str(len(keys)), *keys, str(now), str(PUMP_BATCH), str(MAX_STREAM))
         try:
-            return int(await self._store.execute("EVALSHA", PUMP_SHA, *args, idempotent=True))
+            reply = await self._store.execute("EVALSHA", PUMP_SHA, *args, idempotent=True)
         except StoreUnavailable as exc:
             if not any(sign in str(exc) for sign in ("NOSCRIPT", "NoScriptError")):  # as a reply, or redis-py's
                 raise
-        return int(await self._store.execute("EVAL", PUMP_LUA, *args, idempotent=True))
+            reply = await self._store.execute("EVAL", PUMP_LUA, *args, idempotent=True)
+        counts = [int(count) for count in reply]
+        if len(counts) != len(shards):
+            raise StoreUnavailable(f"the pump script answered {len(counts)} counts for {len(shards)} shards")
+        return counts
 
     async def scheduled(self) -> int:
         total = 0
