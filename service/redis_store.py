@@ -241,6 +241,13 @@ def _duplicate(stored: object) -> Duplicate:
         raise StoreCorrupt("stored request fingerprint is not UTF-8") from error
 
 
+DIRECT_COMMANDS = frozenset({"ZADD", "ZREM", "ZCARD", "ZRANGEBYSCORE", "PEXPIREAT", "XACK", "XDEL", "XLEN",
+                             "XADD", "EVALSHA", "EVAL"})
+"""Raw commands (``execute``) sent over the pipelined connection when there is one: those whose
+reply is the same there as through redis-py (integers, lists of integers or bytes); the stream
+reads, whose replies redis-py reshapes, go through redis-py."""
+
+
 class RedisStore:
     """The ``Store`` protocol on Redis (docs/service.md). Build one with ``from_url``."""
 
@@ -652,6 +659,8 @@ class RedisStore:
         own: ``StoreUnavailable`` with Redis's error text for an error reply. ``blocking`` runs it
         on the blocking client (a ``BLOCK`` of at most the store's ``max_block_ms``)."""
         if not blocking:
+            if self._fast is not None and command[0].upper() in DIRECT_COMMANDS:
+                return await self._direct(command, idempotent)
             return await self._run(lambda: self._client.execute_command(*command), idempotent=idempotent)
         async with self._slot(self._waiters, self._pool_timeout) as ok:
             if not ok:
