@@ -493,9 +493,12 @@ class RedisBotQueue:
         for item in taken:
             key, _, entry = item.ref.partition("\n")
             by_key.setdefault(key, []).append(entry)
-        for key, entries in by_key.items():
+
+        async def done(key: str, entries: list[str]) -> None:
             await self._store.execute("XACK", key, GROUP, *entries, idempotent=True)
             await self._store.execute("XDEL", key, *entries, idempotent=True)
+
+        await asyncio.gather(*(done(key, entries) for key, entries in by_key.items()))
 
     async def backlog(self) -> Backlog:
         pending, oldest = 0, None

@@ -58,6 +58,9 @@ log = structlog.get_logger("gostop.bots")
 
 FALLBACK = "greedy"
 """The bot that decides a turn its own bot could not (then the first legal action)."""
+INLINE_BOTS = frozenset({"greedy", "random"})
+"""Built-in bots whose decision takes well under a millisecond: decided on the event loop, where
+handing the decision to a thread would cost more than the decision."""
 OUTCOMES = ("ok", "error", "timeout", "unknown_bot", "illegal", "stale")
 _DECISION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -184,6 +187,8 @@ class Decider:
             target, _ = parse_spec(turn.bot)
             if target.startswith("remote:"):
                 chosen = await asyncio.wait_for(self._remote_choice(target[7:], view, turn), timeout)
+            elif target in INLINE_BOTS:
+                chosen = self._local_choice(turn, view, running)
             elif self._allowed(target):
                 chosen = await asyncio.wait_for(asyncio.to_thread(self._local_choice, turn, view, running), timeout)
             else:
@@ -347,6 +352,9 @@ class BotWorker:
         self.handled = 0
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._acks: list[tuple[Taken, asyncio.Future[None]]] = []
+        """Turns done and not yet acknowledged, with what their handlers wait on."""
+        self._acking: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self._stopping.clear()
@@ -361,6 +369,9 @@ class BotWorker:
             with contextlib.suppress(BaseException):
                 await task
         self._tasks = []
+        if self._acking is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._acking, 5.0)
         self.decider.close()
 
     async def _loop(self) -> None:
@@ -433,8 +444,22 @@ class BotWorker:
         self.handled += 1
 
     async def _ack(self, taken: Taken) -> None:
-        with contextlib.suppress(Exception):  # an unacknowledged turn comes back, and is stale then
-            await self.queue.ack([taken])
+        """Acknowledge ``taken`` with the turns done meanwhile: one ``ack`` for every turn finished
+        while the previous one was on its way (two store round trips each way, not per turn)."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._acks.append((taken, done))
+        if self._acking is None or self._acking.done():
+            self._acking = asyncio.ensure_future(self._flush_acks())
+        await asyncio.shield(done)
+
+    async def _flush_acks(self) -> None:
+        while self._acks:
+            batch, self._acks = self._acks, []
+            with contextlib.suppress(Exception):  # an unacknowledged turn comes back, and is stale then
+                await self.queue.ack([taken for taken, _ in batch])
+            for _, done in batch:
+                if not done.done():
+                    done.set_result(None)
 
     async def play(self, turn: BotTurn) -> None:
         """Decide and submit one turn (``TurnGone`` if it is no longer owed). A turn the service
