@@ -1,15 +1,15 @@
 """Turn-clock benchmark: how late the clock's forced moves are, with N clocked games at once.
 
 Usage: ``PYTHONPATH=tests python -m bench.clock [--games 1000] [--seconds 60] [--warmup 10]
-[--decision-ms 2000] [--rounds 1] [--workers 2] [--concurrency 8] [--sample 100] [--poll-seconds 5]
+[--decision-ms 2000] [--rounds 1] [--workers 2] [--server-workers 1] [--concurrency 8] [--sample 100] [--poll-seconds 5]
 [--json PATH]``.
 
 For each size of ``--games``: starts its own ``redis-server``, a ``gostop serve`` process (its
 metrics on a free port) and ``--workers`` bot-worker processes (``gostop bots serve``), creates the
 games (standard, 2 players, ``--rounds``, clock ``decision_ms``, no bank, away only after 100
 timeouts: nobody acts, so every decision is a timeout made by a worker at its deadline), keeps
-that many in play (each game is looked at every ``--poll-seconds``; a finished one is replaced by
-a new one), waits the warm-up, then measures one window:
+that many in play (each game is looked at every ``--poll-seconds`` once it could have finished; a
+finished one is replaced by a new one), waits the warm-up, then measures one window:
 
 - **lag** (a forced move's commit time minus its deadline): bounds of p50/p99 from the server's
   histogram ``gostop_clock_lag_seconds`` (its buckets), and precise figures from a sample of games
@@ -66,6 +66,9 @@ GOAL_P99_MS = 250.0
 WATCHES_PER_CHANNEL = 50
 MARGIN_MS = 20
 """Clock resolution allowed between this process's wall clock and the server's (the same machine's)."""
+YOUNGEST_FINISH = 8
+"""Decisions before which no standard two-player round can end (but at its deal): a stop needs 7
+points, and nobody scores that in fewer than four plays of their own."""
 REQUEST_ID = re.compile(r"^bot\.(act|next_round)\.(\d+)\.(\d+)$")
 
 
@@ -131,22 +134,24 @@ class Lag:
         return float("nan")
 
 
-def scrape(port: int) -> tuple[Lag, Calls]:
-    """The server's lag histogram and its handled calls."""
-    with urllib.request.urlopen(f"http://{HOST}:{port}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
+def scrape(ports: list[int]) -> tuple[Lag, Calls]:
+    """The server's lag histogram and its handled calls, summed over its processes."""
     lag, calls = Lag(), Calls()
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == "gostop_clock_lag_seconds_bucket":
-                lag.buckets[float(sample.labels["le"])] = sample.value
-            elif sample.name == "gostop_clock_lag_seconds_count":
-                lag.count = sample.value
-            elif sample.name == "gostop_clock_lag_seconds_sum":
-                lag.total = sample.value
-            elif sample.name == "grpc_server_handled_total":
-                key = f"{sample.labels.get('grpc_method')} {sample.labels.get('grpc_code')}"
-                calls[key] = calls.get(key, 0.0) + sample.value
+    for port in ports:
+        with urllib.request.urlopen(f"http://{HOST}:{port}/metrics", timeout=10) as reply:
+            text = reply.read().decode()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "gostop_clock_lag_seconds_bucket":
+                    le = float(sample.labels["le"])
+                    lag.buckets[le] = lag.buckets.get(le, 0.0) + sample.value
+                elif sample.name == "gostop_clock_lag_seconds_count":
+                    lag.count += sample.value
+                elif sample.name == "gostop_clock_lag_seconds_sum":
+                    lag.total += sample.value
+                elif sample.name == "grpc_server_handled_total":
+                    key = f"{sample.labels.get('grpc_method')} {sample.labels.get('grpc_code')}"
+                    calls[key] = calls.get(key, 0.0) + sample.value
     return lag, calls
 
 
@@ -214,11 +219,15 @@ class Tracker:
     replaced: int = 0
     polls: int = 0
     failed_polls: int = 0
+    born: dict[str, float] = field(default_factory=dict)
+    """When (monotonic) each game was created: a game is not looked at before it could have
+    finished (``YOUNGEST_FINISH`` decisions), so the polls cost the server less."""
 
     async def create(self) -> str:
         req = pb.CreateGameRequest(preset="standard", players=2, seed=next(self.seeds), rounds=self.args.rounds,
                                    clock=clock_settings(self.args.decision_ms))
         reply: pb.CreateGameResponse = await self.stub.CreateGame(req, metadata=OPERATOR, timeout=60)
+        self.born[reply.game_id] = time.monotonic()
         return reply.game_id
 
     async def fill(self, count: int, inflight: int = 16) -> None:
@@ -260,6 +269,7 @@ class Tracker:
             if view.clock.seat >= 0:
                 self.max_overdue_ms = max(self.max_overdue_ms, at - view.clock.deadline_ms)
         if view.match.finished:
+            self.born.pop(game_id, None)
             self.games[index] = await self.create()
             self.replaced += 1
             if game_id in self.sample:
@@ -269,7 +279,11 @@ class Tracker:
         """Poll every game once per ``--poll-seconds`` (or as fast as the server answers) until ``stop``."""
         slots = asyncio.Semaphore(inflight)
 
+        youngest = YOUNGEST_FINISH * self.args.decision_ms / 1000
+
         async def one(index: int) -> None:
+            if time.monotonic() - self.born.get(self.games[index], -math.inf) < youngest:
+                return
             async with slots:
                 if not stop.is_set():
                     await self.poll(index)
@@ -386,7 +400,8 @@ def start_stack(args: argparse.Namespace) -> Stack:
     redis = RedisServer().start()
     assert redis.process is not None
     os.environ.update(GOSTOP_BOT_KEYS=BOT_KEY, GOSTOP_MAX_WATCH_PER_PEER="0")
-    server = ServerProcess(redis.url, metrics=True, redis_pid=redis.process.pid, log_level=args.log_level)
+    server = ServerProcess(redis.url, metrics=True, redis_pid=redis.process.pid, log_level=args.log_level,
+                           workers=args.server_workers)
     server.start()
     return Stack(redis, server, [])
 
@@ -400,12 +415,12 @@ def stop_stack(stack: Stack) -> None:
 
 async def window(tracker: Tracker, stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     """The measured window: the lag histogram and CPU at both ends (the tracker polls meanwhile)."""
-    port = stack.server.metrics_ports[0]
-    (lag_before, calls_before), cpu_before = scrape(port), {k: cpu_of(p) for k, p in stack.pids().items()}
+    ports = stack.server.metrics_ports
+    (lag_before, calls_before), cpu_before = scrape(ports), {k: cpu_of(p) for k, p in stack.pids().items()}
     polls_before, started = tracker.polls, time.monotonic()
     tracker.window = (now_ms(), now_ms() + args.seconds * 1000)
     await asyncio.sleep(args.seconds)
-    (lag_after, calls_after), cpu_after = scrape(port), {k: cpu_of(p) for k, p in stack.pids().items()}
+    (lag_after, calls_after), cpu_after = scrape(ports), {k: cpu_of(p) for k, p in stack.pids().items()}
     elapsed = time.monotonic() - started
     stack.check()
     return {"elapsed": elapsed, "lag": lag_after.minus(lag_before),
@@ -456,7 +471,7 @@ def summary(size: int, args: argparse.Namespace, measured: dict[str, Any], track
     per_move = {k: (1000 * cpu / moves if moves else float("nan")) for k, cpu in measured["cpu"].items()}
     return {
         "games": size, "seconds": round(elapsed, 2), "decision_ms": args.decision_ms, "rounds": args.rounds,
-        "workers": args.workers, "concurrency": args.concurrency, "moves": moves,
+        "workers": args.workers, "server_workers": args.server_workers, "concurrency": args.concurrency, "moves": moves,
         "moves_per_second": moves / elapsed if elapsed else 0.0,
         "due_per_second": size * 1000 / args.decision_ms,
         "lag_histogram": {"p50_at_most_ms": lag.bound_ms(0.5), "p99_at_most_ms": lag.bound_ms(0.99),
@@ -515,15 +530,18 @@ def main() -> None:
                         help="rounds per match (0: open-ended); a finished game is replaced by a new one")
     parser.add_argument("--poll-seconds", type=float, default=5.0, help="how often each game is looked at")
     parser.add_argument("--workers", type=int, default=2, help="bot-worker processes")
+    parser.add_argument("--server-workers", type=int, default=1, help="server processes (gostop serve --workers)")
     parser.add_argument("--concurrency", type=int, default=8, help="turns each worker plays at once")
     parser.add_argument("--sample", type=int, default=100, help="games watched for precise lags and logs")
     parser.add_argument("--log-level", default="info", help="the server's and workers' (info: as deployed)")
     parser.add_argument("--json", default=None, help="write the rows as JSON to this file")
     args = parser.parse_args()
-    if args.seconds <= 0 or args.warmup < 0 or args.workers < 1 or args.sample < 1 or args.poll_seconds <= 0:
+    if (args.seconds <= 0 or args.warmup < 0 or args.workers < 1 or args.server_workers < 1 or args.sample < 1
+            or args.poll_seconds <= 0):
         parser.error("the window, workers and sample must be positive and the warm-up not negative")
     print(f"Turn clock: {args.seconds:.0f} s windows after {args.warmup:.0f} s, decision {args.decision_ms} ms, "
-          f"{args.workers} bot workers x {args.concurrency}; lag = commit - deadline; CPU in ms per forced move")
+          f"{args.server_workers} server process(es), {args.workers} bot workers x {args.concurrency}; "
+          "lag = commit - deadline; CPU in ms per forced move")
     print(HEADER, flush=True)
     rows = []
     for size in args.games:
