@@ -236,6 +236,47 @@ def test_a_timed_out_decision_is_played_for_the_seat_then_it_is_away_until_the_p
 
 
 @needs_page
+def test_a_move_that_loses_the_race_to_its_deadline_is_told_the_time_ran_out(
+        browser: Browser, server: WebServer) -> None:
+    """The person's move reaches the server only after the clock's move for the same decision (the
+    test holds the request in the network until the log shows the clock's move): the server
+    answers TURN_TIMED_OUT, and the page says that the table's bot moved for the seat."""
+    game = create_clocked(server, clocked(decision_ms=2000, bank_ms=0, away_after=100, auto_pause_ms=0))
+    other = OtherPerson(server, game)
+    other.start()
+    context, page = open_seat(browser, server, game, "ko-KR")
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.route("**/gostop.v1.GameService/SubmitAction", hold)
+    try:
+        wait_my_decision(page)
+        before = len(log_line(page, "시간 초과, 자동치기").all())
+        act_now(page)
+        for _ in range(100):
+            if held:
+                break
+            page.wait_for_timeout(50)
+        assert held, "the page sent its move"
+        # The clock's move for the seat commits while the person's is still on its way.
+        page.wait_for_function(
+            "n => [...document.querySelectorAll('[data-testid=log] li')]"
+            ".filter(li => li.textContent.includes('시간 초과, 자동치기')).length > n",
+            arg=before, timeout=WAIT_MS)
+        held[0].continue_()
+        toast = page.locator("[role=status]", has_text="시간이 다 되어 테이블의 봇이 대신 두었습니다.")
+        toast.wait_for(timeout=WAIT_MS)
+        shot(page, "clock-turn-timed-out.png")
+        assert seat_view(server, game).seats[0].timeouts >= 1
+    finally:
+        page.unroute("**/gostop.v1.GameService/SubmitAction")
+        other.stop()
+        context.close()
+
+
+@needs_page
 def test_the_bank_counts_down_apart_once_the_decision_time_is_spent(browser: Browser, server: WebServer) -> None:
     game = create_clocked(server, clocked(decision_ms=1000, bank_ms=3000))
     other = OtherPerson(server, game)
