@@ -292,6 +292,15 @@ class MemoryStore:
             if not holders:
                 del self._presence[game_id]
 
+    async def lapsed_presence(self, now_ms: int, limit: int) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for game_id, holders in list(self._presence.items()):
+            for holder, until in list(holders.items()):
+                if until <= now_ms and len(out) < limit:
+                    out.append((game_id, holder))
+                    await self.drop_presence(game_id, holder)
+        return out
+
     async def present(self, game_id: str, now_ms: int) -> list[str]:
         if self._live(game_id) is None:
             self._presence.pop(game_id, None)

@@ -7,6 +7,11 @@ grace period, after which, if no process holds a stream of the seat, the seat is
 A stream that comes back within the grace changes nothing. Connecting and disconnecting are
 steps of the table's log (``SeatPresence``), committed by ``commit`` (``Games``), which does
 nothing when the table already says so. Only clocked tables are followed.
+
+A process that dies leaves its registrations to run out. Every process looks for registrations
+that ran out (``Store.lapsed_presence``, each handed to one process) once per grace, and
+disconnects their seats unless another process holds a stream of them: a dead process's seats
+are disconnected a few graces after it died, whoever serves their games.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from .store_api import Store
 
 log = structlog.get_logger("gostop")
 
+SWEEP_BATCH = 200
+"""Registrations that ran out one look takes at most (the next look takes the rest)."""
+
 Commit = Callable[[str, int, bool], Awaitable[None]]
 """``commit(game_id, seat, connected)``: log the seat's presence, if the table does not say so yet."""
 
@@ -38,6 +46,12 @@ class Presence:
         self._streams: dict[tuple[str, int], int] = {}
         self._leaving: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._refresher: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Look for the registrations of dead processes from now on (until ``close``)."""
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.ensure_future(self._sweep())
 
     def _holder(self, seat: int) -> str:
         return f"{seat}:{self.process}"
@@ -96,6 +110,31 @@ class Presence:
             for game_id, seat in list(self._streams):
                 await self._quietly(self.store.hold_presence(game_id, self._holder(seat), until))
 
+    async def _sweep(self) -> None:
+        """Once per grace: disconnect the seats of registrations that ran out (see the module
+        docstring); one that is this process's own (renewed late) is registered again."""
+        while True:
+            await asyncio.sleep(self.grace_ms / 1000)
+            try:
+                lapsed = await self.store.lapsed_presence(now_ms(), SWEEP_BATCH)
+            except Exception as exc:  # the store is down: look again at the next beat
+                log.warning("presence not swept", error=f"{type(exc).__name__}: {exc}"[:200])
+                continue
+            for game_id, holder in lapsed:
+                seat_text, _, process = holder.partition(":")
+                if not seat_text.isdigit():
+                    continue
+                seat = int(seat_text)
+                if process == self.process and (game_id, seat) in self._streams:
+                    await self._quietly(self.store.hold_presence(game_id, holder, self._until()))
+                    continue
+                try:
+                    if not await self.connected(game_id, seat):
+                        await self.commit(game_id, seat, False)
+                except Exception as exc:  # the game ended or expired meanwhile, or the store is down
+                    log.info("lapsed presence not logged", game_id=game_id, seat=seat,
+                             error=f"{type(exc).__name__}: {exc}"[:200])
+
     async def _quietly(self, call: Awaitable[None]) -> None:
         """Presence never fails a stream: a store or commit error is logged and left."""
         try:
@@ -104,7 +143,8 @@ class Presence:
             log.warning("presence not updated", error=f"{type(exc).__name__}: {exc}"[:200])
 
     async def close(self) -> None:
-        for task in [*self._leaving.values(), *([self._refresher] if self._refresher else [])]:
+        tasks = [self._refresher, self._sweeper]
+        for task in [*self._leaving.values(), *(t for t in tasks if t is not None)]:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task

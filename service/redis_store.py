@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -241,6 +242,9 @@ def _duplicate(stored: object) -> Duplicate:
         raise StoreCorrupt("stored request fingerprint is not UTF-8") from error
 
 
+PRESENCE_SHARDS = 8
+"""Shards of the index of stream registrations (``lapsed_presence``): sorted sets by expiry, each
+in a Cluster slot of its own."""
 DIRECT_COMMANDS = frozenset({"ZADD", "ZREM", "ZCARD", "ZRANGEBYSCORE", "PEXPIREAT", "XACK", "XDEL", "XLEN",
                              "XADD", "EVALSHA", "EVAL"})
 """Raw commands (``execute``) sent over the pipelined connection when there is one: those whose
@@ -292,6 +296,8 @@ class RedisStore:
         self._client = client
         self._blocking = blocking_client if blocking_client is not None else client
         self._prefix = prefix
+        self._lapse_keys = [f"{prefix}:presence:{{p{i}}}" for i in range(PRESENCE_SHARDS)]
+        """The index of stream registrations by expiry (``lapsed_presence``), by shard."""
         self._commands = asyncio.Semaphore(max_connections)
         self._waiters = asyncio.Semaphore(max_waiters)
         self._max_block_ms = max_block_ms
@@ -674,19 +680,40 @@ class RedisStore:
         check_game_id(game_id)
         return f"{self._prefix}:{{{game_id}}}:presence"
 
+    def _lapse_key(self, game_id: str) -> str:
+        """The shard of the registrations' index that lists the game's (by CRC-32 of its id)."""
+        return self._lapse_keys[zlib.crc32(game_id.encode()) % PRESENCE_SHARDS]
+
     async def hold_presence(self, game_id: str, holder: str, until_ms: int) -> None:
         key = self._presence_key(game_id)
         await self.execute("ZADD", key, str(until_ms), holder, idempotent=True)
         await self.execute("PEXPIREAT", key, str(until_ms), "GT", idempotent=True)
         await self.execute("PEXPIREAT", key, str(until_ms), "NX", idempotent=True)
+        await self.execute("ZADD", self._lapse_key(game_id), str(until_ms), f"{game_id}\n{holder}", idempotent=True)
 
     async def drop_presence(self, game_id: str, holder: str) -> None:
         await self.execute("ZREM", self._presence_key(game_id), holder, idempotent=True)
+        await self.execute("ZREM", self._lapse_key(game_id), f"{game_id}\n{holder}", idempotent=True)
 
     async def present(self, game_id: str, now_ms: int) -> list[str]:
         reply = await self.execute("ZRANGEBYSCORE", self._presence_key(game_id), f"({now_ms}", "+inf",
                                    idempotent=True)
         return sorted(m.decode() if isinstance(m, bytes) else str(m) for m in reply or [])
+
+    async def lapsed_presence(self, now_ms: int, limit: int) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for key in self._lapse_keys:
+            if len(out) >= limit:
+                break
+            reply = await self.execute("ZRANGEBYSCORE", key, "-inf", str(now_ms), "LIMIT", "0",
+                                       str(limit - len(out)), idempotent=True)
+            for member in reply or []:
+                # ZREM answers 1 to one caller only: the registration is handed out once.
+                if int(await self.execute("ZREM", key, member, idempotent=False) or 0) != 1:
+                    continue
+                game_id, _, holder = (member.decode() if isinstance(member, bytes) else str(member)).partition("\n")
+                out.append((game_id, holder))
+        return out
 
     @property
     def max_block_ms(self) -> int:

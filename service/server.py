@@ -202,6 +202,7 @@ class Server:
             self._metrics_server = server
         for companion in self.companions:
             await companion.start()
+        self.games.presence.start()
         for name in ("", pb.DESCRIPTOR.services_by_name["GameService"].full_name):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info(

@@ -156,6 +156,12 @@ class Store(Protocol):
         """The holders of the game's streams whose time has not run out at ``now_ms``."""
         ...
 
+    async def lapsed_presence(self, now_ms: int, limit: int) -> list[tuple[str, str]]:
+        """Registrations whose time ran out by ``now_ms`` without being dropped (their process
+        stopped renewing them: it died), as (game id, holder), at most ``limit``; each is handed
+        to one caller only, whichever process asks."""
+        ...
+
     @property
     def followed_games(self) -> int:
         """How many games this process waits on commits of with one shared subscription (0 where

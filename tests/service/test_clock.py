@@ -288,6 +288,29 @@ async def test_a_seat_is_connected_while_a_stream_of_it_is_open(store_url: str) 
         assert view.version == version + 1
 
 
+async def test_a_seat_held_by_a_process_that_died_is_disconnected_by_another(store_url: str) -> None:
+    """The process holding a seat's stream dies (it neither ends the stream nor renews its
+    registration): another process disconnects the seat once the registration ran out."""
+    if not store_url:
+        pytest.skip("one process holds every stream of the memory store")
+    async with running_bot_server(store_url, BOT_KEY, presence_grace_ms=300) as api, \
+            running_bot_server(store_url, BOT_KEY, presence_grace_ms=300) as dying:
+        game = await create(api, clocked(decision_ms=60_000))
+        request = pb.WatchGameRequest(game_id=game.id, after_version=game.version, whole_versions=True)
+        stream = dying.stub.WatchGame(request, metadata=game.md(1))
+        await until(api, game, lambda v: v.seats[1].connected)
+        assert dying.server is not None
+        presence = dying.server.games.presence
+        for task in (presence._refresher, presence._sweeper):  # the process dies: nothing renews,
+            assert task is not None
+            task.cancel()
+        presence.leave = lambda game_id, seat: None  # type: ignore[method-assign]  # nor says the stream ended
+        stream.cancel()
+        await until(api, game, lambda v: not v.seats[1].connected)
+        log = await api.log(game)
+        assert [(p.seat, p.connected) for _, p in logged(log, "seat_presence")] == [(1, True), (1, False)]
+
+
 async def test_a_replay_of_a_game_with_timeouts_gives_the_same_events(api: Api) -> None:
     """Timeouts, away seats, auto-play and presence in the log: the engine's steps replayed from
     the log give exactly its events, twice, and the table's steps are marked as such."""
