@@ -90,36 +90,38 @@ ViewOf = Callable[[int, list[LogEntry]], Awaitable[pb.GameView | None]]
 """The watcher's view at a version (None: the game has moved on), given the entries just read."""
 
 
-Batch = list[tuple[int, list[pb.WatchGameResponse]]]
-"""The entries of one read of the log: each version with the viewer's messages of its events."""
+Batch = list[pb.WatchGameResponse]
+"""The entries of one read of the log: each version's events the viewer may see, one message each."""
 
 
 class Renders:
-    """Each log entry's messages for each viewer, made once per process however many streams
-    send them (a seat's own streams, spectators), the most recent ``size`` kept. The entry's
-    bytes are kept with them: a game id used again after expiry has other entries at the same
-    versions."""
+    """Each log entry's events for each viewer, as one ``WatchGameResponse`` (its version and
+    events) made once per process however many streams send them (a seat's own streams,
+    spectators), the most recent ``size`` kept; one message per entry, not one per event, keeps
+    the objects the collector walks few. The entry's bytes are kept with them: a game id used
+    again after expiry has other entries at the same versions."""
 
     def __init__(self, size: int = 4096) -> None:
         self._size = size
         self._docs: OrderedDict[tuple[str, int], tuple[bytes, dict[str, Any]]] = OrderedDict()
-        self._views: OrderedDict[tuple[str, int, int], tuple[bytes, list[pb.WatchGameResponse], bool]] = OrderedDict()
+        self._views: OrderedDict[tuple[str, int, int], tuple[bytes, pb.WatchGameResponse, bool]] = OrderedDict()
 
-    def messages(self, game_id: str, item: LogEntry, viewer: int) -> tuple[list[pb.WatchGameResponse], bool]:
-        """The messages ``viewer`` may see of ``item``, and whether it finished the match."""
+    def whole(self, game_id: str, item: LogEntry, viewer: int) -> tuple[pb.WatchGameResponse, bool]:
+        """The events ``viewer`` may see of ``item`` in one message (shared: never to be changed),
+        and whether it finished the match."""
         key = (game_id, item.version, viewer)
         view = self._views.get(key)
         if view is not None and view[0] == item.entry:
             self._views.move_to_end(key)
             return view[1], view[2]
         doc = self._doc(game_id, item)
-        messages = [pb.WatchGameResponse(version=item.version, event=convert.event_to_pb(redact(e, viewer)))
-                    for e in doc["events"]]
+        whole = pb.WatchGameResponse(version=item.version,
+                                     events=[convert.event_to_pb(redact(e, viewer)) for e in doc["events"]])
         finished = bool(doc["finished"])
-        self._views[key] = (item.entry, messages, finished)
+        self._views[key] = (item.entry, whole, finished)
         if len(self._views) > self._size:
             self._views.popitem(last=False)
-        return messages, finished
+        return whole, finished
 
     def _doc(self, game_id: str, item: LogEntry) -> dict[str, Any]:
         key = (game_id, item.version)
@@ -184,22 +186,25 @@ class Watches:
                       ) -> AsyncGenerator[pb.WatchGameResponse, None]:
         """The log after ``after``, an event per message, then the view of the newest version read."""
         async for batch, view in self._batches(game_id, after, viewer, view_of):
-            for _, messages in batch:
-                for message in messages:
-                    yield message
+            for whole in batch:
+                for event in whole.events:
+                    yield pb.WatchGameResponse(version=whole.version, event=event)
             if view is not None:
-                yield pb.WatchGameResponse(version=batch[-1][0], view=view)
+                yield pb.WatchGameResponse(version=batch[-1].version, view=view)
 
     async def _follow_whole(self, game_id: str, after: int, viewer: int, view_of: ViewOf | None
                             ) -> AsyncGenerator[pb.WatchGameResponse, None]:
         """The log after ``after``, a version per message, the newest one read with its view."""
         async for batch, view in self._batches(game_id, after, viewer, view_of):
             last = len(batch) - 1
-            for i, (version, messages) in enumerate(batch):
-                whole = pb.WatchGameResponse(version=version, events=[m.event for m in messages])
+            for i, whole in enumerate(batch):
                 if i == last and view is not None:
-                    whole.view.CopyFrom(view)
-                yield whole
+                    with_view = pb.WatchGameResponse()
+                    with_view.CopyFrom(whole)
+                    with_view.view.CopyFrom(view)
+                    yield with_view
+                else:
+                    yield whole
 
     async def _batches(self, game_id: str, after: int, viewer: int, view_of: ViewOf | None
                        ) -> AsyncGenerator[tuple[Batch, pb.GameView | None], None]:
@@ -226,8 +231,8 @@ class Watches:
                 finished = False
                 batch: Batch = []
                 for item in entries:
-                    messages, finished = self.renders.messages(game_id, item, viewer)
-                    batch.append((item.version, messages))
+                    whole, finished = self.renders.whole(game_id, item, viewer)
+                    batch.append(whole)
                     after = item.version
                     if finished:
                         break
