@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -26,6 +25,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
+from gostop.service.bot_queue import shard_of
 from gostop.service.log_feed import FollowedGame, LogFeed, Opener
 from gostop.service.memory_store import (
     REQUEST_SEPARATOR,
@@ -681,8 +681,8 @@ class RedisStore:
         return f"{self._prefix}:{{{game_id}}}:presence"
 
     def _lapse_key(self, game_id: str) -> str:
-        """The shard of the registrations' index that lists the game's (by CRC-32 of its id)."""
-        return self._lapse_keys[zlib.crc32(game_id.encode()) % PRESENCE_SHARDS]
+        """The shard of the registrations' index that lists the game's (a game's shard, as the bot queue's)."""
+        return self._lapse_keys[shard_of(game_id, PRESENCE_SHARDS)]
 
     async def hold_presence(self, game_id: str, holder: str, until_ms: int) -> None:
         key = self._presence_key(game_id)
