@@ -135,6 +135,16 @@ def test_gostop_bot_command(target: str, capsys: pytest.CaptureFixture[str]) -> 
     assert "WRONG_GAME" in capsys.readouterr().err
 
 
+def test_a_game_id_beginning_with_a_dash_is_the_value_of_game(target: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A base64url game id begins with ``-`` one time in 64; argparse took it for a flag."""
+    with GostopClient(target, operator_key=OPERATOR_KEY) as client:
+        game = client.create_game("standard", seed=3)
+    capsys.readouterr()
+    assert gostop(["bot", "--server", target, "--game", "-cQ-4PBnIWFufv3n", "--token", game.tokens[0]]) == 1
+    assert "WRONG_GAME" in capsys.readouterr().err
+
+
 def _example() -> ModuleType:
     spec = importlib.util.spec_from_file_location("my_bot", ROOT / "clients/python/examples/my_bot.py")
     assert spec is not None and spec.loader is not None

@@ -25,7 +25,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+OPAQUE_VALUES = ("--game", "--token")
+"""Flags whose values are ids the server made: a game id is base64url and may begin with ``-``."""
+
+
+def joined_opaque_values(argv: Sequence[str]) -> list[str]:
+    """``argv`` with each opaque flag joined to the value after it (``--game=-x1``), so that a
+    value beginning with ``-`` is not read as another flag; argparse alone refuses it.
+
+    >>> joined_opaque_values(["bot", "--game", "-cQ4", "--token", "t", "--seed", "5"])
+    ['bot', '--game=-cQ4', '--token=t', '--seed', '5']
+    """
+    out: list[str] = []
+    pending = ""
+    for arg in argv:
+        if pending:
+            out.append(f"{pending}={arg}")
+            pending = ""
+        elif arg in OPAQUE_VALUES:
+            pending = arg
+        else:
+            out.append(arg)
+    return out + ([pending] if pending else [])
+
+
 def _main(argv: Sequence[str] | None) -> int:
+    argv = joined_opaque_values(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="gostop", description="Go-Stop game engine and service")
     sub = parser.add_subparsers(dest="command", required=True)
     try:
