@@ -8,8 +8,9 @@ how it sends an error) and the decoded request; everything else happens here, on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
@@ -161,7 +162,8 @@ class Call:
 
 
 Unary = Callable[[Games, Any, Call], Awaitable[Any]]
-Streaming = Callable[[Games, Any, Call], AsyncIterator[Any]]
+Streaming = Callable[[Games, Any, Call], Awaitable[AsyncGenerator[Any, None]]]
+"""A streaming method: checks the request, then gives the stream (or raises the refusal)."""
 
 
 async def _list_rule_sets(games: Games, req: pb.ListRuleSetsRequest, call: Call) -> pb.ListRuleSetsResponse:
@@ -194,10 +196,8 @@ async def _get_game_log(games: Games, req: pb.GetGameLogRequest, call: Call) -> 
     return await games.log(req, call.caller(game_id=req.game_id))
 
 
-async def _watch_game(games: Games, req: pb.WatchGameRequest, call: Call) -> AsyncIterator[pb.WatchGameResponse]:
-    caller = call.caller(game_id=req.game_id)
-    async for item in games.watch(req, caller, peer=call.peer()):
-        yield item
+async def _watch_game(games: Games, req: pb.WatchGameRequest, call: Call) -> AsyncGenerator[pb.WatchGameResponse, None]:
+    return await games.watch(req, call.caller(game_id=req.game_id), peer=call.peer())
 
 
 @dataclass(frozen=True)
@@ -271,9 +271,11 @@ class Calls:
         call = self._start(op, transport)
         try:
             try:
-                async for item in op.stream(self.games, request(), call):
-                    call.sent()
-                    yield item
+                items = await op.stream(self.games, request(), call)
+                async with contextlib.aclosing(items):
+                    async for item in items:
+                        call.sent()
+                        yield item
             except (asyncio.CancelledError, GeneratorExit):
                 call.finish(Code.CANCELLED)
                 raise

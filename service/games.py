@@ -7,9 +7,10 @@ the commit (``bot_turns``), streams are ``watch``'s. Errors are ``ServiceError``
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -488,9 +489,10 @@ class Games:
                 self.metrics.rounds_finished.labels(match.rules.name, e.settlement.outcome).inc()
 
     async def watch(self, req: pb.WatchGameRequest, caller: Caller, peer: str = ""
-                    ) -> AsyncIterator[pb.WatchGameResponse]:
-        """The caller's redacted events after ``after_version``, as they are committed; streams are
-        bounded per game, seat and ``peer`` and end when the server begins to drain (``watch``)."""
+                    ) -> AsyncGenerator[pb.WatchGameResponse, None]:
+        """The caller's stream of redacted events after ``after_version``, as they are committed;
+        streams are bounded per game, seat and ``peer`` and end when the server begins to drain
+        (``watch``). A person's seat at a clocked table is present while the stream is open."""
         seat, bots = await self._caller_seat(caller, req.game_id)
         view_of = None
         if req.include_views:
@@ -498,17 +500,11 @@ class Games:
                 bots = await self.bot_turns.seats(req.game_id)
             view_of = self._view_of(req.game_id, seat, bots)
         present = seat is not None and caller.bot_seat is None and await self.bot_turns.clock(req.game_id) is not None
-        if not present:
-            async for item in self.watches.watch(req, seat, peer, view_of):
-                yield item
-            return
-        assert seat is not None
+        if not present or seat is None:
+            return self.watches.watch(req, seat, peer, view_of)
         await self.presence.enter(req.game_id, seat)
-        try:
-            async for item in self.watches.watch(req, seat, peer, view_of):
-                yield item
-        finally:
-            self.presence.leave(req.game_id, seat)
+        return self.watches.watch(req, seat, peer, view_of, on_end=functools.partial(self.presence.leave,
+                                                                                   req.game_id, seat))
 
     def _view_of(self, game_id: str, seat: int | None, bots: BotSeats) -> ViewOf:
         """A stream's views: GetGame's, from this process's copy of the game brought forward by

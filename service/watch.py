@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import ipaddress
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from typing import Any
 
 from gostop.engine import redact
@@ -136,7 +136,9 @@ class Renders:
 
 
 class Watches:
-    """The WatchGame streams of this process."""
+    """The WatchGame streams of this process. A stream is one async generator over the store's
+    waits, with nothing of its own between versions but its frame and the wait in progress: at a
+    few thousand streams, what lives from one version to the next is what the collector walks."""
 
     def __init__(self, repository: Repository, config: Config) -> None:
         self.repository = repository
@@ -145,101 +147,133 @@ class Watches:
         self.closing = asyncio.Event()
         """Set when the server begins to drain: open WatchGame streams end at once."""
         self.renders = Renders()
+        self._waiting: set[asyncio.Task[Any]] = set()
+        """The tasks of the streams waiting for the log now: those the drain interrupts."""
+        self._ended: set[asyncio.Task[Any]] = set()
 
     def begin_shutdown(self) -> int:
-        """End every open stream and refuse new ones; how many were open."""
+        """End every open stream and refuse new ones; how many were open. A stream waiting for
+        the log is interrupted there; one sending ends before its next wait."""
         self.closing.set()
+        for task in self._waiting:
+            self._ended.add(task)
+            task.cancel()
         return self.streams.total
 
-    async def watch(self, req: pb.WatchGameRequest, seat: int | None, peer: str, view_of: ViewOf | None = None
-                    ) -> AsyncIterator[pb.WatchGameResponse]:
+    async def watch(self, req: pb.WatchGameRequest, seat: int | None, peer: str, view_of: ViewOf | None = None,
+                    on_end: Callable[[], None] | None = None) -> AsyncGenerator[pb.WatchGameResponse, None]:
         """The events ``seat`` may see after ``after_version``, as they are committed; with
         ``view_of``, the seat's view after the events of each version read (and at once, when
-        the stream starts at the game's version).
+        the stream starts at the game's version). ``on_end`` runs when the stream ends, however.
 
         ``after_version`` beyond the game's version is refused (``VERSION_AHEAD``): such a stream
         could only wait for versions nobody has played."""
-        viewer = -1 if seat is None else seat
+        try:
+            version, finished = await self._start(req)
+            if finished:
+                return  # nothing will ever come after the entry that finished the match
+            with self.streams.hold(req.game_id, seat, peer):
+                if view_of is not None and req.after_version == version:
+                    first = await view_of(version, [])
+                    if first is not None:
+                        yield pb.WatchGameResponse(version=version, view=first)
+                cursor = _Cursor(req.game_id, req.after_version, -1 if seat is None else seat, view_of)
+                messages = _whole_messages if req.whole_versions else _event_messages
+                while not cursor.finished:
+                    batch, view = await self._next_batch(cursor)
+                    for message in messages(batch, view):
+                        yield message
+        finally:
+            if on_end is not None:
+                on_end()
+
+    async def _start(self, req: pb.WatchGameRequest) -> tuple[int, bool]:
+        """The game's version, and whether the stream has nothing to wait for; a refusal for a
+        stream that may not start."""
         if req.after_version < 0:
             raise invalid("BAD_VERSION", "after_version must not be negative")
         if self.closing.is_set():
             raise shutting_down(req.after_version)
         version, match, *_ = await self.repository.load(req.game_id)
-        after = req.after_version
-        if after > version:
+        if req.after_version > version:
             raise ServiceError(Code.OUT_OF_RANGE, "VERSION_AHEAD",
-                               f"after_version {after} is beyond the game's version {version}",
+                               f"after_version {req.after_version} is beyond the game's version {version}",
                                {"current_version": str(version)})
-        if match.finished and after >= version:
-            return  # nothing will ever come after the entry that finished the match
-        with self.streams.hold(req.game_id, seat, peer):
-            if view_of is not None and after == version:
-                first = await view_of(version, [])
-                if first is not None:
-                    yield pb.WatchGameResponse(version=version, view=first)
-            follow = self._follow_whole if req.whole_versions else self._follow
-            async with contextlib.aclosing(follow(req.game_id, after, viewer, view_of)) as items:
-                async for item in items:
-                    yield item
+        return version, match.finished and req.after_version >= version
 
-    async def _follow(self, game_id: str, after: int, viewer: int, view_of: ViewOf | None
-                      ) -> AsyncGenerator[pb.WatchGameResponse, None]:
-        """The log after ``after``, an event per message, then the view of the newest version read."""
-        async for batch, view in self._batches(game_id, after, viewer, view_of):
-            for whole in batch:
-                for event in whole.events:
-                    yield pb.WatchGameResponse(version=whole.version, event=event)
-            if view is not None:
-                yield pb.WatchGameResponse(version=batch[-1].version, view=view)
-
-    async def _follow_whole(self, game_id: str, after: int, viewer: int, view_of: ViewOf | None
-                            ) -> AsyncGenerator[pb.WatchGameResponse, None]:
-        """The log after ``after``, a version per message, the newest one read with its view."""
-        async for batch, view in self._batches(game_id, after, viewer, view_of):
-            last = len(batch) - 1
-            for i, whole in enumerate(batch):
-                if i == last and view is not None:
-                    with_view = pb.WatchGameResponse()
-                    with_view.CopyFrom(whole)
-                    with_view.view.CopyFrom(view)
-                    yield with_view
-                else:
-                    yield whole
-
-    async def _batches(self, game_id: str, after: int, viewer: int, view_of: ViewOf | None
-                       ) -> AsyncGenerator[tuple[Batch, pb.GameView | None], None]:
-        """The log after ``after`` as it comes, each read's entries with the viewer's messages of
-        each and (``view_of``) the view after the newest, until the match finishes (or the server
-        drains: ``SHUTTING_DOWN`` with the last version sent)."""
+    async def _next_batch(self, cursor: _Cursor) -> tuple[Batch, pb.GameView | None]:
+        """The next read of the log after the cursor, each entry's message for the viewer and
+        (``view_of``) the view after the newest; the cursor moves past it. Ends the stream with
+        ``SHUTTING_DOWN`` (the last version sent) when the server drains."""
         repo = self.repository
-        closing = asyncio.ensure_future(self.closing.wait())
-        wait: asyncio.Future[list[Any]] | None = None
+        while True:
+            entries = await self._wait(cursor.game_id, cursor.after)
+            if entries:
+                break
+            if await repo.version(cursor.game_id) is None:
+                raise not_found(cursor.game_id)
+        batch: Batch = []
+        for item in entries:
+            whole, finished = self.renders.whole(cursor.game_id, item, cursor.viewer)
+            batch.append(whole)
+            cursor.after = item.version
+            if finished:
+                cursor.finished = True
+                break
+        view = None if cursor.view_of is None else await cursor.view_of(cursor.after, entries)
+        return batch, view
+
+    async def _wait(self, game_id: str, after: int) -> list[LogEntry]:
+        """The store's wait for entries after ``after``, in the stream's own task (no task per
+        wait): the drain cancels it, and that cancellation becomes ``SHUTTING_DOWN``."""
+        if self.closing.is_set():
+            raise shutting_down(after)
+        task = asyncio.current_task()
+        assert task is not None
+        repo = self.repository
+        self._waiting.add(task)
         try:
-            while True:
-                wait = asyncio.ensure_future(repo.timed("watch", repo.store.wait_log(game_id, after, WATCH_POLL_MS)))
-                await asyncio.wait((wait, closing), return_when=asyncio.FIRST_COMPLETED)
-                if not wait.done():
-                    wait.cancel()
-                    with contextlib.suppress(BaseException):
-                        await wait
-                    raise shutting_down(after)
-                entries = wait.result()
-                if not entries:
-                    if await repo.version(game_id) is None:
-                        raise not_found(game_id)
-                    continue
-                finished = False
-                batch: Batch = []
-                for item in entries:
-                    whole, finished = self.renders.whole(game_id, item, viewer)
-                    batch.append(whole)
-                    after = item.version
-                    if finished:
-                        break
-                yield batch, None if view_of is None else await view_of(after, entries)
-                if finished:
-                    return
+            return await repo.timed("watch", repo.store.wait_log(game_id, after, WATCH_POLL_MS))
+        except asyncio.CancelledError:
+            if task not in self._ended:
+                raise
+            self._ended.discard(task)
+            task.uncancel()
+            raise shutting_down(after) from None
         finally:
-            closing.cancel()
-            if wait is not None and not wait.done():
-                wait.cancel()
+            self._waiting.discard(task)
+
+
+class _Cursor:
+    """Where a stream is in the game's log, and for whom."""
+
+    __slots__ = ("after", "finished", "game_id", "view_of", "viewer")
+
+    def __init__(self, game_id: str, after: int, viewer: int, view_of: ViewOf | None) -> None:
+        self.game_id = game_id
+        self.after = after
+        self.viewer = viewer
+        self.view_of = view_of
+        self.finished = False
+
+
+def _event_messages(batch: Batch, view: pb.GameView | None) -> Iterator[pb.WatchGameResponse]:
+    """A read's messages an event each, then the view of the newest version read."""
+    for whole in batch:
+        for event in whole.events:
+            yield pb.WatchGameResponse(version=whole.version, event=event)
+    if view is not None:
+        yield pb.WatchGameResponse(version=batch[-1].version, view=view)
+
+
+def _whole_messages(batch: Batch, view: pb.GameView | None) -> Iterator[pb.WatchGameResponse]:
+    """A read's messages a version each (shared, never changed), the newest with its view."""
+    last = len(batch) - 1
+    for i, whole in enumerate(batch):
+        if i == last and view is not None:
+            with_view = pb.WatchGameResponse()
+            with_view.CopyFrom(whole)
+            with_view.view.CopyFrom(view)
+            yield with_view
+        else:
+            yield whole
