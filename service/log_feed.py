@@ -50,7 +50,9 @@ class FollowedGame:
     epoch proves nothing about this one."""
     recent: deque[LogEntry] = field(default_factory=lambda: deque(maxlen=KEEP_ENTRIES))
     """Announced entries of consecutive versions, oldest first."""
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    """The futures of the waits in progress, each done at the next notice (one future per wait:
+    nothing else of a waiting stream is made for it, so thousands of waits stay cheap)."""
 
     def entries_after(self, version: int, limit: int) -> list[LogEntry] | None:
         """The entries after ``version`` as far as they are known; ``[]`` when certainly none
@@ -85,8 +87,24 @@ class FollowedGame:
         self.notify()
 
     def notify(self) -> None:
-        self.wake.set()
-        self.wake = asyncio.Event()
+        """Wake every wait in progress."""
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def waiter(self) -> asyncio.Future[None]:
+        """A future done at the next notice (``drop`` it when the wait ends otherwise)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        return waiter
+
+    def drop(self, waiter: asyncio.Future[None]) -> None:
+        """Forget a wait that ended without a notice (its time ran out, or it was cancelled)."""
+        if not waiter.done():
+            waiter.cancel()
+        with contextlib.suppress(ValueError):
+            self.waiters.remove(waiter)
 
 
 class _Subscriber(asyncio.Protocol):

@@ -252,6 +252,12 @@ reply is the same there as through redis-py (integers, lists of integers or byte
 reads, whose replies redis-py reshapes, go through redis-py."""
 
 
+
+def _end_wait(waiter: asyncio.Future[None]) -> None:
+    """A wait's time is up: it looks at the log once more."""
+    if not waiter.done():
+        waiter.set_result(None)
+
 class RedisStore:
     """The ``Store`` protocol on Redis (docs/service.md). Build one with ``from_url``."""
 
@@ -591,22 +597,29 @@ class RedisStore:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         while True:
-            wake = game.wake
             entries = game.entries_after(after_version, limit)
-            if entries is None:
-                confirmed, epoch = game.subscribed, game.epoch  # before the read
-                entries = await self.read_log(game_id, after_version, limit)
-                if confirmed and len(entries) < limit:
-                    game.read_up_to(entries[-1].version if entries else after_version, epoch)
-            remaining = deadline - loop.time()
             if entries:
                 return entries
-            if remaining <= 0:
-                return await self.read_log(game_id, after_version, limit)  # one last look
-            pause = remaining if feed.live else min(remaining, self._poll_ms / 1000)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(pause):
-                    await wake.wait()
+            waiter = game.waiter()  # before any await: a notice during the read still wakes it
+            try:
+                if entries is None:
+                    confirmed, epoch = game.subscribed, game.epoch  # before the read
+                    entries = await self.read_log(game_id, after_version, limit)
+                    if confirmed and len(entries) < limit:
+                        game.read_up_to(entries[-1].version if entries else after_version, epoch)
+                    if entries:
+                        return entries
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return await self.read_log(game_id, after_version, limit)  # one last look
+                pause = remaining if feed.live else min(remaining, self._poll_ms / 1000)
+                timer = loop.call_later(pause, _end_wait, waiter)
+                try:
+                    await waiter
+                finally:
+                    timer.cancel()
+            finally:
+                game.drop(waiter)
             if feed.unsupported:  # the subscription was refused: block on the log instead
                 left_ms = int((deadline - loop.time()) * 1000)
                 return await self._wait_blocking(game_id, after_version, max(left_ms, 1), limit)

@@ -205,11 +205,26 @@ class Watches:
 
     async def _next_batch(self, cursor: _Cursor) -> tuple[Batch, pb.GameView | None]:
         """The next read of the log after the cursor, each entry's message for the viewer and
-        (``view_of``) the view after the newest; the cursor moves past it. Ends the stream with
-        ``SHUTTING_DOWN`` (the last version sent) when the server drains."""
+        (``view_of``) the view after the newest; the cursor moves past it. The wait is in the
+        stream's own task (no task per wait): the drain cancels it, and that cancellation ends
+        the stream with ``SHUTTING_DOWN`` (the last version sent)."""
         repo = self.repository
+        task = asyncio.current_task()
+        assert task is not None
         while True:
-            entries = await self._wait(cursor.game_id, cursor.after)
+            if self.closing.is_set():
+                raise shutting_down(cursor.after)
+            self._waiting.add(task)
+            try:
+                entries = await repo.timed("watch", repo.store.wait_log(cursor.game_id, cursor.after, WATCH_POLL_MS))
+            except asyncio.CancelledError:
+                if task not in self._ended:
+                    raise
+                self._ended.discard(task)
+                task.uncancel()
+                raise shutting_down(cursor.after) from None
+            finally:
+                self._waiting.discard(task)
             if entries:
                 break
             if await repo.version(cursor.game_id) is None:
@@ -224,26 +239,6 @@ class Watches:
                 break
         view = None if cursor.view_of is None else await cursor.view_of(cursor.after, entries)
         return batch, view
-
-    async def _wait(self, game_id: str, after: int) -> list[LogEntry]:
-        """The store's wait for entries after ``after``, in the stream's own task (no task per
-        wait): the drain cancels it, and that cancellation becomes ``SHUTTING_DOWN``."""
-        if self.closing.is_set():
-            raise shutting_down(after)
-        task = asyncio.current_task()
-        assert task is not None
-        repo = self.repository
-        self._waiting.add(task)
-        try:
-            return await repo.timed("watch", repo.store.wait_log(game_id, after, WATCH_POLL_MS))
-        except asyncio.CancelledError:
-            if task not in self._ended:
-                raise
-            self._ended.discard(task)
-            task.uncancel()
-            raise shutting_down(after) from None
-        finally:
-            self._waiting.discard(task)
 
 
 class _Cursor:
