@@ -270,6 +270,11 @@ def test_a_move_that_loses_the_race_to_its_deadline_is_told_the_time_ran_out(
         toast.wait_for(timeout=WAIT_MS)
         shot(page, "clock-turn-timed-out.png")
         assert seat_view(server, game).seats[0].timeouts >= 1
+        # Regression: the notice sat over the hand's cards until clicked away.
+        notice, hand = toast.bounding_box(), page.locator("[data-testid=hand]").bounding_box()
+        assert notice is not None and hand is not None
+        assert notice["y"] + notice["height"] <= hand["y"]
+        toast.wait_for(state="hidden", timeout=WAIT_MS)  # it goes by itself
     finally:
         page.unroute("**/gostop.v1.GameService/SubmitAction")
         other.stop()

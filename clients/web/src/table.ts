@@ -96,6 +96,8 @@ function permanent(error: unknown): boolean {
 
 /** The longest pause between two tries of a broken stream. */
 const MAX_DELAY_MS = 15_000;
+/** How long a passing notice stays up unless clicked away. */
+const NOTICE_MS = 8_000;
 
 /** Runs `call`, again after a pause while it fails for a transient reason (at most `tries` times in all). */
 async function retrying<T>(call: () => Promise<T>, signal: AbortSignal, tries = 4): Promise<T> {
@@ -124,6 +126,7 @@ export class Table {
   private refreshAgain = false;
   private n = 0;
   private pendingRequest: { key: string; id: string } | undefined;
+  private noticeTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(gameId: string) {
     const token = savedToken(gameId);
@@ -136,6 +139,15 @@ export class Table {
   subscribe(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** A notice of something that passed (the log keeps it): shown for a while, or until clicked. */
+  private tell(notice: "timedOut"): void {
+    this.set({ notice });
+    clearTimeout(this.noticeTimer);
+    this.noticeTimer = setTimeout(() => {
+      if (this.state.notice === notice) this.set({ notice: undefined });
+    }, NOTICE_MS);
   }
 
   private set(patch: Partial<TableState>): void {
@@ -341,7 +353,7 @@ export class Table {
     } catch (error) {
       const e = error as GostopError;
       // The clock's move for this seat was committed first: say so (the log shows the move).
-      if (e.reason === "TURN_TIMED_OUT") this.set({ notice: "timedOut" });
+      if (e.reason === "TURN_TIMED_OUT") this.tell("timedOut");
       // Someone else moved first (or our earlier try did): take the current view.
       if (e.reason === "STALE_VERSION" || e.code === Code.Aborted) this.pendingRequest = undefined;
       else if (e.code === Code.NotFound || e.code === Code.Unauthenticated) return this.refused(error, token);
