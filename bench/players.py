@@ -244,6 +244,8 @@ def main() -> None:
                 result = run_one(generator, players, workers, args)
                 rows.append(result)
                 print(row(result), flush=True)
+                for code, messages in sorted(result["generator"].get("error_examples", {}).items()):
+                    print("\n".join(f"    {code}, e.g. {m}" for m in messages), flush=True)
                 if args.minutes is not None:
                     print(memory_table(result["memory_samples"]), flush=True)
     failed = [r for r in rows if r["generator"]["lost"] or r["generator"]["duplicated"]]

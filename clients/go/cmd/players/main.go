@@ -137,7 +137,8 @@ type run struct {
 	fanout     []time.Duration
 	early      int64 // fan-out events that arrived before the actor's answer
 	errs       map[string]int64
-	breaks     map[string]int64 // streams that broke (and were resumed), by code
+	examples   map[string][]string // the first few failed calls' messages, by how they are counted
+	breaks     map[string]int64    // streams that broke (and were resumed), by code
 	actions    int64
 	rounds     int64
 	lost       int64
@@ -151,8 +152,15 @@ func (r *run) fail(err error) {
 	ce := asCallError(err)
 	r.mu.Lock()
 	r.errs[ce.key()]++
+	if len(r.examples[ce.key()]) < maxExamples {
+		r.examples[ce.key()] = append(r.examples[ce.key()], ce.Error())
+	}
 	r.mu.Unlock()
 }
+
+// maxExamples is how many messages of failed calls a report keeps per code: enough to tell a
+// transport's failure from the server's answer.
+const maxExamples = 3
 
 // broke counts a stream that ended with an error and is resumed (e.g. the server closing a
 // connection past its age limit): not a failed call, and the version check tells whether
@@ -483,27 +491,28 @@ func summarize(ds []time.Duration) latency {
 }
 
 type report struct {
-	Players             int              `json:"players"`
-	Games               int              `json:"games"`
-	GRPCPlayers         int              `json:"grpc_players"`
-	ConnectPlayers      int              `json:"connect_players"`
-	Seconds             float64          `json:"seconds"`
-	Actions             int64            `json:"actions"`
-	RoundsDealt         int64            `json:"rounds_dealt"`
-	ActionsPerSecond    float64          `json:"actions_per_second"`
-	Submit              latency          `json:"submit"`
-	Fanout              latency          `json:"fanout"`
-	FanoutBeforeAnswer  int64            `json:"fanout_before_answer"`
-	Lost                int64            `json:"lost"`
-	Duplicated          int64            `json:"duplicated"`
-	Resumes             int64            `json:"stream_resumes"`
-	Breaks              map[string]int64 `json:"stream_breaks"`
-	Errors              map[string]int64 `json:"errors"`
-	ErrorCount          int64            `json:"error_count"`
-	CPUSeconds          float64          `json:"generator_cpu_seconds"`
-	CPUPercent          float64          `json:"generator_cpu_percent"`
-	CPUMillisPerPlayerS float64          `json:"generator_cpu_ms_per_player_second"`
-	SetupFailures       int              `json:"setup_failures"`
+	Players             int                 `json:"players"`
+	Games               int                 `json:"games"`
+	GRPCPlayers         int                 `json:"grpc_players"`
+	ConnectPlayers      int                 `json:"connect_players"`
+	Seconds             float64             `json:"seconds"`
+	Actions             int64               `json:"actions"`
+	RoundsDealt         int64               `json:"rounds_dealt"`
+	ActionsPerSecond    float64             `json:"actions_per_second"`
+	Submit              latency             `json:"submit"`
+	Fanout              latency             `json:"fanout"`
+	FanoutBeforeAnswer  int64               `json:"fanout_before_answer"`
+	Lost                int64               `json:"lost"`
+	Duplicated          int64               `json:"duplicated"`
+	Resumes             int64               `json:"stream_resumes"`
+	Breaks              map[string]int64    `json:"stream_breaks"`
+	Errors              map[string]int64    `json:"errors"`
+	ErrorExamples       map[string][]string `json:"error_examples"`
+	ErrorCount          int64               `json:"error_count"`
+	CPUSeconds          float64             `json:"generator_cpu_seconds"`
+	CPUPercent          float64             `json:"generator_cpu_percent"`
+	CPUMillisPerPlayerS float64             `json:"generator_cpu_ms_per_player_second"`
+	SetupFailures       int                 `json:"setup_failures"`
 }
 
 func cpuTime() time.Duration {
@@ -587,7 +596,7 @@ func execute(o *options) (*report, error) {
 	}
 
 	sizes := tableSizes(o)
-	r := &run{opts: o, errs: map[string]int64{}, breaks: map[string]int64{}}
+	r := &run{opts: o, errs: map[string]int64{}, examples: map[string][]string{}, breaks: map[string]int64{}}
 	seated := 0
 	for _, n := range sizes {
 		seated += n
@@ -711,7 +720,7 @@ func execute(o *options) (*report, error) {
 		Fanout: summarize(r.fanout), FanoutBeforeAnswer: r.early, Lost: r.lost, Duplicated: r.duplicated,
 		Resumes: r.resumes, Errors: r.errs, CPUSeconds: cpu.Seconds(), CPUPercent: 100 * cpu.Seconds() / secs,
 		CPUMillisPerPlayerS: 1000 * cpu.Seconds() / secs / float64(seatedPeople), SetupFailures: int(setupFailures.Load()),
-		Breaks: r.breaks,
+		Breaks: r.breaks, ErrorExamples: r.examples,
 	}
 	for _, n := range r.errs {
 		rep.ErrorCount += n
@@ -737,6 +746,11 @@ func printReport(r *report) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, r.Errors[k]))
 	}
 	fmt.Printf("  errors           %d %s\n", r.ErrorCount, strings.Join(parts, ", "))
+	for _, k := range keys {
+		for _, message := range r.ErrorExamples[k] {
+			fmt.Printf("    e.g. %s\n", message)
+		}
+	}
 	breaks := make([]string, 0, len(r.Breaks))
 	for k, n := range r.Breaks {
 		breaks = append(breaks, fmt.Sprintf("%s %d", k, n))
