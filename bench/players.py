@@ -244,6 +244,9 @@ def main() -> None:
                 result = run_one(generator, players, workers, args)
                 rows.append(result)
                 print(row(result), flush=True)
+                retries = result["generator"].get("retries") or {}
+                if retries:
+                    print(f"    calls sent again (same request id): {retries}", flush=True)
                 for code, messages in sorted(result["generator"].get("error_examples", {}).items()):
                     print("\n".join(f"    {code}, e.g. {m}" for m in messages), flush=True)
                 if args.minutes is not None:

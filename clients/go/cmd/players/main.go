@@ -11,13 +11,15 @@
 // it reads its view with GetGame after every event of someone else's commit, one call at a time,
 // as a client without views does); when the view gives it legal actions it
 // thinks, then submits one of them at random (SubmitAction with a request id and the view's
-// version); seat 0 deals the next round (StartNextRound) once a round is over. A share of the
+// version; answered UNAVAILABLE, it sends the same call again, at most twice, as a client must);
+// seat 0 deals the next round (StartNextRound) once a round is over. A share of the
 // players (-connect-share) goes through the HTTP port with the Connect protocol, the rest through
 // gRPC; game i is played on the i-th address of the lists, round robin.
 //
 // It measures, over the -duration window after -warmup: the actor's latency (SubmitAction or
 // StartNextRound sent → answered), the fan-out latency (the actor's answer → the commit's first
-// event on each other seat's stream; an event that came first counts as 0), errors by code, and
+// event on each other seat's stream; an event that came first counts as 0), errors by code (with
+// the first messages of each) and calls sent again, and
 // it checks that every seat's stream carried every committed version exactly once and in order
 // (lost and duplicated versions are counted over the whole run). It prints a summary, and the
 // same figures as JSON with -json, including its own CPU time per player (getrusage).
@@ -138,6 +140,7 @@ type run struct {
 	early      int64 // fan-out events that arrived before the actor's answer
 	errs       map[string]int64
 	examples   map[string][]string // the first few failed calls' messages, by how they are counted
+	retries    map[string]int64    // calls sent again with their request id, by the first answer's code
 	breaks     map[string]int64    // streams that broke (and were resumed), by code
 	actions    int64
 	rounds     int64
@@ -157,6 +160,22 @@ func (r *run) fail(err error) {
 	}
 	r.mu.Unlock()
 }
+
+// retried counts a call answered UNAVAILABLE (a connection closing under it) and sent again.
+func (r *run) retried(err error) {
+	key := asCallError(err).key()
+	r.mu.Lock()
+	r.retries[key]++
+	if len(r.examples["retried "+key]) < maxExamples {
+		r.examples["retried "+key] = append(r.examples["retried "+key], asCallError(err).Error())
+	}
+	r.mu.Unlock()
+}
+
+const (
+	maxRetries = 2
+	retryPause = 50 * time.Millisecond
+)
 
 // maxExamples is how many messages of failed calls a report keeps per code: enough to tell a
 // transport's failure from the server's answer.
@@ -414,11 +433,23 @@ func (p *player) play(ctx context.Context) {
 			var result *pb.TurnResult
 			var err error
 			callCtx := context.WithoutCancel(ctx)
+			call := func() (*pb.TurnResult, error) {
+				return p.t.startNextRound(callCtx, p.g.id, p.token, version, requestID)
+			}
 			if len(legal) > 0 {
 				action := legal[p.rng.IntN(len(legal))].GetId()
-				result, err = p.t.submit(callCtx, p.g.id, p.token, version, action, requestID)
-			} else {
-				result, err = p.t.startNextRound(callCtx, p.g.id, p.token, version, requestID)
+				call = func() (*pb.TurnResult, error) {
+					return p.t.submit(callCtx, p.g.id, p.token, version, action, requestID)
+				}
+			}
+			result, err = call()
+			// As a client must: UNAVAILABLE again with the same request id (the server commits it once).
+			for try := 0; err != nil && asCallError(err).Code == "UNAVAILABLE" && try < maxRetries; try++ {
+				p.r.retried(err)
+				if !sleepCtx(ctx, retryPause) {
+					return
+				}
+				result, err = call()
 			}
 			answered := time.Now()
 			if err != nil {
@@ -508,6 +539,7 @@ type report struct {
 	Breaks              map[string]int64    `json:"stream_breaks"`
 	Errors              map[string]int64    `json:"errors"`
 	ErrorExamples       map[string][]string `json:"error_examples"`
+	Retries             map[string]int64    `json:"retries"`
 	ErrorCount          int64               `json:"error_count"`
 	CPUSeconds          float64             `json:"generator_cpu_seconds"`
 	CPUPercent          float64             `json:"generator_cpu_percent"`
@@ -596,7 +628,7 @@ func execute(o *options) (*report, error) {
 	}
 
 	sizes := tableSizes(o)
-	r := &run{opts: o, errs: map[string]int64{}, examples: map[string][]string{}, breaks: map[string]int64{}}
+	r := &run{opts: o, errs: map[string]int64{}, examples: map[string][]string{}, retries: map[string]int64{}, breaks: map[string]int64{}}
 	seated := 0
 	for _, n := range sizes {
 		seated += n
@@ -720,7 +752,7 @@ func execute(o *options) (*report, error) {
 		Fanout: summarize(r.fanout), FanoutBeforeAnswer: r.early, Lost: r.lost, Duplicated: r.duplicated,
 		Resumes: r.resumes, Errors: r.errs, CPUSeconds: cpu.Seconds(), CPUPercent: 100 * cpu.Seconds() / secs,
 		CPUMillisPerPlayerS: 1000 * cpu.Seconds() / secs / float64(seatedPeople), SetupFailures: int(setupFailures.Load()),
-		Breaks: r.breaks, ErrorExamples: r.examples,
+		Breaks: r.breaks, ErrorExamples: r.examples, Retries: r.retries,
 	}
 	for _, n := range r.errs {
 		rep.ErrorCount += n
@@ -757,5 +789,11 @@ func printReport(r *report) {
 	}
 	sort.Strings(breaks)
 	fmt.Printf("  stream breaks    %s (each resumed)\n", strings.Join(breaks, ", "))
+	retries := make([]string, 0, len(r.Retries))
+	for k, n := range r.Retries {
+		retries = append(retries, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(retries)
+	fmt.Printf("  calls sent again %s (same request id)\n", strings.Join(retries, ", "))
 	fmt.Printf("  generator CPU    %.1f%% of a core, %.3f ms per player-second\n", r.CPUPercent, r.CPUMillisPerPlayerS)
 }
