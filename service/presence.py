@@ -68,10 +68,14 @@ class Presence:
             leaving.cancel()
         if self._streams[key] > 1:
             return
-        await self._quietly(self.store.hold_presence(game_id, self._holder(seat), self._until()))
-        if self._refresher is None or self._refresher.done():
-            self._refresher = asyncio.ensure_future(self._refresh())
-        await self._quietly(self.commit(game_id, seat, True))
+        try:
+            await self._quietly(self.store.hold_presence(game_id, self._holder(seat), self._until()))
+            if self._refresher is None or self._refresher.done():
+                self._refresher = asyncio.ensure_future(self._refresh())
+            await self._quietly(self.commit(game_id, seat, True))
+        except BaseException:  # cancelled on the way (the caller went): the stream never opened
+            self.leave(game_id, seat)
+            raise
 
     def leave(self, game_id: str, seat: int) -> None:
         """A stream of ``seat`` ended here: after the grace, the seat may be disconnected."""
