@@ -252,11 +252,11 @@ reply is the same there as through redis-py (integers, lists of integers or byte
 reads, whose replies redis-py reshapes, go through redis-py."""
 
 
-
 def _end_wait(waiter: asyncio.Future[None]) -> None:
     """A wait's time is up: it looks at the log once more."""
     if not waiter.done():
         waiter.set_result(None)
+
 
 class RedisStore:
     """The ``Store`` protocol on Redis (docs/service.md). Build one with ``from_url``."""
