@@ -36,7 +36,8 @@ class UvicornServer(http_module.HttpServer):
         self._uvicorn.should_exit = True
         if self._task is not None:
             with contextlib.suppress(BaseException):
-                await asyncio.wait_for(self._task, timeout=grace + 1)
+                async with asyncio.timeout(grace + 1):
+                    await self._task
 
 
 class GranianServer(http_module.HttpServer):
@@ -57,7 +58,8 @@ class GranianServer(http_module.HttpServer):
         self._granian.stop()
         if self._task is not None:
             with contextlib.suppress(BaseException):
-                await asyncio.wait_for(self._task, timeout=grace + 1)
+                async with asyncio.timeout(grace + 1):
+                    await self._task
 
 
 SERVERS: dict[str, Any] = {"uvicorn": UvicornServer, "granian": GranianServer}

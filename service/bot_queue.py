@@ -263,7 +263,8 @@ class MemoryBotQueue:
             if due_in is not None:
                 wait = min(wait, due_in + 0.001)  # wall ms round down: wake just past the due time
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout=wait)
+                async with asyncio.timeout(wait):
+                    await self._wakeup.wait()
 
     async def ack(self, taken: Sequence[Taken]) -> None:
         for item in taken:

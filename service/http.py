@@ -391,7 +391,8 @@ class Edge:
             if body_done or timed_out:
                 return await receive() if not timed_out else {"type": "http.disconnect"}
             try:
-                message = await asyncio.wait_for(receive(), self.read_timeout)
+                async with asyncio.timeout(self.read_timeout):
+                    message = await receive()
             except TimeoutError:
                 timed_out = True
                 return {"type": "http.disconnect"}
@@ -708,7 +709,8 @@ class HttpServer:
                 await asyncio.wait(pending, timeout=2.0)
         if self._server is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+                async with asyncio.timeout(1.0):
+                    await self._server.wait_closed()
         with contextlib.suppress(OSError):
             self.sock.close()
         if self._handler_set:

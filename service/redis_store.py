@@ -24,6 +24,7 @@ from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from gostop.service.bot_queue import shard_of
 from gostop.service.log_feed import FollowedGame, LogFeed, Opener
@@ -282,12 +283,12 @@ class RedisStore:
         subscriber: tuple[Opener, list[tuple[Any, ...]]] | None = None,
     ) -> None:
         """Wrap ready clients (``from_url`` builds them). ``blocking_client`` serves ``wait_log``
-        (default: ``client``); its socket read timeout must exceed ``max_block_ms``.
-        ``max_connections`` and ``max_waiters`` cap concurrent commands and blocking reads.
-        ``connect_timeout`` and ``read_timeout`` should be the clients' socket timeouts: the
-        store derives its own deadlines from them (waiting for a free slot: their sum; a whole
-        call: twice that, as a script call may take a few round trips: NOSCRIPT fallback,
-        Cluster redirects or topology refresh; a blocking read: its block plus their sum).
+        (default: ``client``); a socket read timeout of the clients, if any, must exceed
+        ``max_block_ms``. ``max_connections`` and ``max_waiters`` cap concurrent commands and
+        blocking reads. The store derives its deadlines from ``connect_timeout`` and
+        ``read_timeout`` (waiting for a free slot: their sum; a whole call: twice that, as a
+        script call may take a few round trips: NOSCRIPT fallback, Cluster redirects or topology
+        refresh; a blocking read: its block plus their sum).
         ``retries``: how many times reads are retried after a connection error. ``closers``
         are awaited by ``close`` after the clients (e.g. a Sentinel manager's). ``fast``, for a
         standalone server, carries the hot commands (create, load, commit, request lookup) over
@@ -354,13 +355,15 @@ class RedisStore:
         - ``redis+cluster://[[user]:password@]host:port[,host:port...]``: a Cluster, from these
           startup nodes.
 
-        ``connect_timeout`` and ``read_timeout`` (seconds) bound every socket operation; blocking
-        reads get ``read_timeout`` on top of their block, which lasts at most ``max_block_ms``.
+        ``connect_timeout`` and ``read_timeout`` (seconds) bound every connect and every call (a
+        call: see ``__init__``); blocking reads get their sum on top of their block, which lasts at
+        most ``max_block_ms``. A sentinel's answer is bounded by ``read_timeout`` alone, so that
+        discovery moves on from a sentinel that does not answer.
         """
         if connect_timeout <= 0 or read_timeout <= 0:
             raise ValueError("connect_timeout and read_timeout must be positive")
         scheme = urlsplit(url).scheme.lower()
-        pools = _Pools.of(connect_timeout, read_timeout, max_connections, max_waiters, max_block_ms)
+        pools = _Pools.of(connect_timeout, read_timeout, max_connections, max_waiters)
         common: dict[str, Any] = {
             "prefix": prefix,
             "max_connections": max_connections,
@@ -758,44 +761,44 @@ C = TypeVar("C")
 @dataclass(frozen=True)
 class _Pools:
     """The socket settings and pool sizes of a store's two clients: one for commands, one for
-    blocking reads, whose read timeout covers the longest block."""
+    blocking reads. The clients get no socket read timeout: every call is bounded by the store's
+    own deadline (``asyncio.timeout``). redis-py applies a socket timeout to each send with
+    ``asyncio.wait_for``, which on Python 3.11 loses a cancellation that arrives as the send
+    completes: the cancelled caller (a stream whose client went) would run on as if never
+    cancelled."""
 
     connect_timeout: float
     read_timeout: float
-    block_timeout: float
     command_pool: int
     waiter_pool: int
     socket_options: dict[str, Any]
 
     @classmethod
-    def of(cls, connect_timeout: float, read_timeout: float, max_connections: int, max_waiters: int,
-           max_block_ms: int) -> _Pools:
+    def of(cls, connect_timeout: float, read_timeout: float, max_connections: int, max_waiters: int) -> _Pools:
         return cls(
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
-            block_timeout=max_block_ms / 1000 + read_timeout,
             # Slightly larger pools than the semaphores: redis-py may briefly hold an extra connection.
             command_pool=max_connections + 4,
             waiter_pool=max_waiters + 4,
             socket_options={
                 "socket_connect_timeout": connect_timeout,
+                "socket_timeout": None,  # redis-py's default is a few seconds: see above
                 # redis-py retries are off: reads are retried by the store, writes never.
                 "retry": Retry(NoBackoff(), 0),
             },
         )
 
-    def pair(self, make: Callable[[float, int], C]) -> tuple[C, C]:
-        """``make(socket_timeout, pool_size)``'s client for commands and its client for blocking reads."""
-        return make(self.read_timeout, self.command_pool), make(self.block_timeout, self.waiter_pool)
+    def pair(self, make: Callable[[int], C]) -> tuple[C, C]:
+        """``make(pool_size)``'s client for commands and its client for blocking reads."""
+        return make(self.command_pool), make(self.waiter_pool)
 
 
 def _standalone_clients(url: str, pools: _Pools) -> tuple[Redis, Redis]:
     """``redis://``, ``rediss://`` or ``unix://``: redis-py reads the URL and its query-string options."""
 
-    def standalone(socket_timeout: float, size: int) -> Redis:
-        pool = ConnectionPool.from_url(
-            url, max_connections=size, socket_timeout=socket_timeout, **pools.socket_options
-        )
+    def standalone(size: int) -> Redis:
+        pool = ConnectionPool.from_url(url, max_connections=size, **pools.socket_options)
         return Redis.from_pool(pool)
 
     return pools.pair(standalone)
@@ -812,24 +815,45 @@ def _sentinel_url(url: str) -> tuple[list[tuple[str, int]], str, int, str | None
     return hosts, parts[0], db, username, password
 
 
+class _AnsweringSentinel(Redis):
+    """A sentinel whose every answer is awaited at most ``answer_timeout`` seconds, under our own
+    deadline rather than a socket timeout (see ``_Pools``): master discovery moves on from a
+    sentinel that accepts connections but does not answer."""
+
+    def __init__(self, answer_timeout: float, **options: Any) -> None:
+        super().__init__(**options)
+        self._answer_timeout = answer_timeout
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        try:
+            async with asyncio.timeout(self._answer_timeout):
+                return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
+        except TimeoutError as error:  # redis-py's own kind, which discovery passes over
+            raise RedisTimeoutError(f"sentinel did not answer within {self._answer_timeout} s") from error
+
+
+class _Sentinels(Sentinel):
+    """redis-py's Sentinel manager over ``_AnsweringSentinel`` clients."""
+
+    def __init__(self, hosts: list[tuple[str, int]], answer_timeout: float, options: dict[str, Any]) -> None:
+        super().__init__(hosts, sentinel_kwargs=options)
+        self.sentinels = [_AnsweringSentinel(answer_timeout, host=host, port=port, **self.sentinel_kwargs)
+                          for host, port in hosts]
+
+
 def _sentinel_clients(url: str, pools: _Pools, sentinel_password: str | None) -> tuple[Redis, Redis, Sentinel]:
     """The clients of a Sentinel-monitored group's master, and the Sentinel manager (to close after them)."""
     hosts, master, db, username, password = _sentinel_url(url)
-    sentinel_options: dict[str, Any] = {
-        "socket_connect_timeout": pools.connect_timeout,
-        "socket_timeout": pools.read_timeout,
-        "retry": Retry(NoBackoff(), 0),
-    }
+    sentinel_options: dict[str, Any] = dict(pools.socket_options)
     if sentinel_password is not None:
         sentinel_options["password"] = sentinel_password
-    sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_options)
+    sentinel = _Sentinels(hosts, pools.read_timeout, sentinel_options)
     auth: dict[str, Any] = {"username": username, "password": password, "db": db}
 
-    def sentinel_master(socket_timeout: float, size: int) -> Redis:
+    def sentinel_master(size: int) -> Redis:
         client: Redis = sentinel.master_for(
             master,
             max_connections=size,
-            socket_timeout=socket_timeout,
             **auth,
             **pools.socket_options,
         )
@@ -867,13 +891,12 @@ def _cluster_clients(url: str, pools: _Pools) -> tuple[RedisCluster, RedisCluste
     """The clients of a Cluster, from its startup nodes."""
     hosts, username, password = _cluster_url(url)
 
-    def cluster(socket_timeout: float, size: int) -> RedisCluster:
+    def cluster(size: int) -> RedisCluster:
         return RedisCluster(
             startup_nodes=[ClusterNode(host, port) for host, port in hosts],
             username=username,
             password=password,
             max_connections=size,
-            socket_timeout=socket_timeout,
             **pools.socket_options,
         )
 

@@ -186,11 +186,13 @@ class Decider:
         try:
             target, _ = parse_spec(turn.bot)
             if target.startswith("remote:"):
-                chosen = await asyncio.wait_for(self._remote_choice(target[7:], view, turn), timeout)
+                async with asyncio.timeout(timeout):
+                    chosen = await self._remote_choice(target[7:], view, turn)
             elif target in INLINE_BOTS:
                 chosen = self._local_choice(turn, view, running)
             elif self._allowed(target):
-                chosen = await asyncio.wait_for(asyncio.to_thread(self._local_choice, turn, view, running), timeout)
+                async with asyncio.timeout(timeout):
+                    chosen = await asyncio.to_thread(self._local_choice, turn, view, running)
             else:
                 outcome = "unknown_bot"
         except TimeoutError:
@@ -371,7 +373,8 @@ class BotWorker:
         self._tasks = []
         if self._acking is not None:
             with contextlib.suppress(BaseException):
-                await asyncio.wait_for(self._acking, 5.0)
+                async with asyncio.timeout(5.0):
+                    await self._acking
         self.decider.close()
 
     async def _loop(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -266,6 +267,34 @@ async def test_wait_log_times_out_empty(store: Store) -> None:
     assert await store.wait_log("g1", 1, timeout_ms=250) == []
     assert await store.wait_log("unknown", 0, timeout_ms=50) == []
     assert 0.25 <= time.monotonic() - started < 1.5
+
+
+async def test_a_cancelled_call_ends_cancelled(store: Store) -> None:
+    """A call cancelled at any moment of its run ends cancelled, never with its answer: a stream's
+    task cancelled because its client went must not run on. (redis-py's socket timeout wrapped
+    each send in ``asyncio.wait_for``, which on Python 3.11 drops a cancellation that arrives as
+    the send completes: on a Cluster one call in twenty ran on, and a WatchGame stream whose
+    client had gone kept its seat connected.)"""
+    await store.create("g1", b"s", b"e1", TTL)
+    calls: list[Callable[[], Awaitable[object]]] = [
+        lambda: store.load("g1"),
+        lambda: store.read_log("g1", 0, 10),
+        lambda: store.wait_log("g1", 1, timeout_ms=2000),
+        lambda: store.present("g1", 0),
+        lambda: store.hold_presence("g1", "1:p", 2**42),
+    ]
+    rng = random.Random(7)
+    ran_on = []
+    for n in range(400):
+        task = asyncio.ensure_future(calls[n % len(calls)]())
+        await asyncio.sleep(rng.random() * 0.002)
+        if task.done():
+            continue
+        task.cancel()
+        await asyncio.wait([task], timeout=5)
+        if not task.cancelled():
+            ran_on.append((n % len(calls), task.done() and task.exception() is None))
+    assert ran_on == []
 
 
 # -- expiry --
@@ -559,9 +588,10 @@ async def test_unavailable_on_closed_port(url: str) -> None:
 
 
 async def test_unavailable_when_server_stalls() -> None:
-    """A frozen server accepts connections but never answers: calls end at the read timeout."""
+    """A frozen server accepts connections but never answers: calls end at the store's deadline
+    (twice the connect and read timeouts: the clients have no socket read timeout of their own)."""
     with RedisServer() as server:
-        store = RedisStore.from_url(server.url, read_timeout=0.3, max_block_ms=200)
+        store = RedisStore.from_url(server.url, connect_timeout=0.2, read_timeout=0.3, max_block_ms=200)
         try:
             assert await store.create("g1", b"s", b"e", TTL)
             server.pause()
@@ -574,6 +604,28 @@ async def test_unavailable_when_server_stalls() -> None:
             assert await store.wait_log("g1", 1, timeout_ms=1000) == [LogEntry(2, b"e2")]
         finally:
             await store.close()
+
+
+async def test_sentinel_discovery_passes_over_a_sentinel_that_does_not_answer(
+        redis_sentinel: RedisSentinelServers) -> None:
+    """The first sentinel named accepts connections and never answers: each discovery gives it
+    ``read_timeout`` and asks the next, so the store serves."""
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(-1)
+        writer.close()
+
+    mute = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = mute.sockets[0].getsockname()[1]
+    url = redis_sentinel.url.replace("redis+sentinel://", f"redis+sentinel://127.0.0.1:{port},")
+    store = RedisStore.from_url(url, prefix=_prefix(), read_timeout=0.3)
+    try:
+        started = time.monotonic()
+        assert await store.create("g1", b"s", b"e", TTL)
+        assert await store.read_log("g1", 0) == [LogEntry(1, b"e")]
+        assert time.monotonic() - started < 2.0
+    finally:
+        await store.close()
+        mute.close()
 
 
 async def test_waiter_fails_fast_when_server_dies_mid_wait() -> None:
