@@ -187,7 +187,11 @@ async def test_queues_pumping_at_once_move_each_turn_once(queues: Queues) -> Non
 
 
 async def test_a_turn_its_taker_never_acknowledges_is_claimed_by_another(queues: Queues) -> None:
-    first, second = await queues(300), await queues(300)
+    # The claim time is long enough that a loaded machine's pause between the two takes below
+    # does not reach it (at 300 ms a Cluster under a full test run sometimes did); the second
+    # queue has met its store (a Cluster's topology) before the first take.
+    first, second = await queues(1500), await queues(1500)
+    await second.backlog()
     await first.schedule(turn(), now_ms() - 1)
     assert await first.pump() == 1
     held = await first.take("dead-worker", 1, 0)
