@@ -151,23 +151,19 @@ type run struct {
 
 func (r *run) measuring(t time.Time) bool { return !t.Before(r.start) && t.Before(r.end) }
 
-func (r *run) fail(err error) {
-	ce := asCallError(err)
-	r.mu.Lock()
-	r.errs[ce.key()]++
-	if len(r.examples[ce.key()]) < maxExamples {
-		r.examples[ce.key()] = append(r.examples[ce.key()], ce.Error())
-	}
-	r.mu.Unlock()
-}
+func (r *run) fail(err error) { r.tally(r.errs, "", err) }
 
 // retried counts a call answered UNAVAILABLE (a connection closing under it) and sent again.
-func (r *run) retried(err error) {
-	key := asCallError(err).key()
+func (r *run) retried(err error) { r.tally(r.retries, "retried ", err) }
+
+// tally counts err by its code in counts, and keeps its message among the first few of kind+code.
+func (r *run) tally(counts map[string]int64, kind string, err error) {
+	ce := asCallError(err)
+	key := ce.key()
 	r.mu.Lock()
-	r.retries[key]++
-	if len(r.examples["retried "+key]) < maxExamples {
-		r.examples["retried "+key] = append(r.examples["retried "+key], asCallError(err).Error())
+	counts[key]++
+	if len(r.examples[kind+key]) < maxExamples {
+		r.examples[kind+key] = append(r.examples[kind+key], ce.Error())
 	}
 	r.mu.Unlock()
 }
@@ -768,32 +764,31 @@ func printReport(r *report) {
 	fmt.Printf("  fan-out ms       p50 %.1f  p99 %.1f  max %.1f  (%d; %d before the actor's answer)\n",
 		r.Fanout.P50, r.Fanout.P99, r.Fanout.Max, r.Fanout.Count, r.FanoutBeforeAnswer)
 	fmt.Printf("  streams          lost %d, duplicated %d, resumed %d\n", r.Lost, r.Duplicated, r.Resumes)
-	keys := make([]string, 0, len(r.Errors))
-	for k := range r.Errors {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, r.Errors[k]))
-	}
-	fmt.Printf("  errors           %d %s\n", r.ErrorCount, strings.Join(parts, ", "))
-	for _, k := range keys {
+	fmt.Printf("  errors           %d %s\n", r.ErrorCount, joinCounts(r.Errors))
+	for _, k := range sortedKeys(r.Errors) {
 		for _, message := range r.ErrorExamples[k] {
 			fmt.Printf("    e.g. %s\n", message)
 		}
 	}
-	breaks := make([]string, 0, len(r.Breaks))
-	for k, n := range r.Breaks {
-		breaks = append(breaks, fmt.Sprintf("%s %d", k, n))
-	}
-	sort.Strings(breaks)
-	fmt.Printf("  stream breaks    %s (each resumed)\n", strings.Join(breaks, ", "))
-	retries := make([]string, 0, len(r.Retries))
-	for k, n := range r.Retries {
-		retries = append(retries, fmt.Sprintf("%s %d", k, n))
-	}
-	sort.Strings(retries)
-	fmt.Printf("  calls sent again %s (same request id)\n", strings.Join(retries, ", "))
+	fmt.Printf("  stream breaks    %s (each resumed)\n", joinCounts(r.Breaks))
+	fmt.Printf("  calls sent again %s (same request id)\n", joinCounts(r.Retries))
 	fmt.Printf("  generator CPU    %.1f%% of a core, %.3f ms per player-second\n", r.CPUPercent, r.CPUMillisPerPlayerS)
+}
+
+func sortedKeys(counts map[string]int64) []string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// joinCounts is "CODE n, CODE n" in the codes' order.
+func joinCounts(counts map[string]int64) string {
+	parts := make([]string, 0, len(counts))
+	for _, k := range sortedKeys(counts) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	return strings.Join(parts, ", ")
 }
